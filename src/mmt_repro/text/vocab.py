@@ -163,3 +163,9 @@ class Vocab:
 
     def __repr__(self) -> str:
         return f"Vocab(size={len(self)}, fingerprint={self.fingerprint()})"
+
+
+def build_vocab_file(inputs: list[Path], out: Path, max_size: int | None = None, min_freq: int = 1) -> Path:
+    """Build a vocabulary from ``inputs`` and save it to ``out`` (the build_vocab rule)."""
+    vocab = Vocab.build([Path(p) for p in inputs], max_size=max_size, min_freq=min_freq)
+    return vocab.save(out)

@@ -1,0 +1,36 @@
+# mmt-repro: from raw data to result tables for five multimodal MT papers.
+#
+# Output path scheme (all under results/, logs and benchmarks mirror it):
+#   data/{dataset}/{split}.{lang}, data/{dataset}/image_splits/{split}.txt    corpora as fetched
+#   text/{dataset}/{split}.{chain}.{lang}                  chain: norm.tok | lc.norm.tok (Moses)
+#   text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}, .../bpe.codes   per-paper BPE
+#   vocab/{paper}/{dataset}.{pair}.{lang}.json
+#   features/{dataset}/{extractor}-{layer}[.std]/{split}.npy (+ .index.parquet)
+#   models/{paper}/{system}/{dataset}.{pair}.seed{seed}.best.pt (+ .curve.tsv, .last.pt)
+#   translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt
+#   scores/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.json
+#   tables/{paper}/{table}.tsv and tables/all.tsv (+ all.parquet)
+# condition: congruent (each sentence with its image) | shuffled (images deranged).
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/text.smk"
+include: "workflow/rules/features.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/decode.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/tables.smk"
+
+
+rule all:
+    input:
+        "results/tables/all.tsv",
+    default_target: True

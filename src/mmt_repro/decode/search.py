@@ -1,0 +1,155 @@
+"""The one decoder every model shares: greedy search and batched beam search.
+
+A model plugs in through three methods:
+
+- ``encode(batch) -> enc``: a dict of tensors whose first dimension is the batch (or None);
+- ``init_state(enc) -> state``: a tensor or dict of tensors, batch first;
+- ``step(enc, state, prev_tokens (batch,)) -> (log_probs (batch, vocab), state, info)``, where
+  ``info`` is a dict of per-step tensors (attention weights, gates) that greedy search can dump.
+
+Beam search keeps ``beam_size`` hypotheses per sentence in one flat batch of
+``batch * beam_size`` rows, finalises a hypothesis when it emits ``<eos>`` among the top
+``beam_size`` candidates, and ranks finished hypotheses by ``score / length ** alpha``
+(``alpha = 0``: raw log-probability; ``1``: per-token average), where length counts ``<eos>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+def tree_map(fn: Callable[[torch.Tensor], torch.Tensor], obj: Any) -> Any:
+    """Apply ``fn`` to every tensor in nested dicts/lists/tuples; None and scalars pass."""
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, dict):
+        return {k: tree_map(fn, v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(tree_map(fn, v) for v in obj)
+    return obj
+
+
+def _forbid_specials(log_probs: torch.Tensor, pad_id: int, bos_id: int) -> torch.Tensor:
+    """Padding and <bos> are never emitted."""
+    log_probs = log_probs.clone()
+    log_probs[:, pad_id] = float("-inf")
+    log_probs[:, bos_id] = float("-inf")
+    return log_probs
+
+
+def _strip(tokens: list[int], eos_id: int) -> list[int]:
+    return tokens[: tokens.index(eos_id)] if eos_id in tokens else tokens
+
+
+@torch.no_grad()
+def greedy(
+    model, batch: dict, max_len: int, bos_id: int = 1, eos_id: int = 2, collect_info: bool = False, pad_id: int = 0
+):
+    """Greedy decoding. Returns ``(hyps, infos)``: ``hyps`` a list of token-id lists without
+    ``<eos>``; ``infos`` (when ``collect_info``) a list per sentence of ``{name: tensor (steps, ...)}``
+    covering the emitted tokens and the ``<eos>`` step."""
+    enc = model.encode(batch)
+    state = model.init_state(enc)
+    bsz = batch["src"].size(0)
+    device = batch["src"].device
+    prev = torch.full((bsz,), bos_id, dtype=torch.long, device=device)
+    finished = torch.zeros(bsz, dtype=torch.bool, device=device)
+    out, steps_info = [], []
+    for _ in range(max_len):
+        log_probs, state, info = model.step(enc, state, prev)
+        tok = _forbid_specials(log_probs, pad_id, bos_id).argmax(-1).masked_fill(finished, eos_id)
+        out.append(tok)
+        if collect_info:
+            steps_info.append({k: v.detach().cpu() for k, v in info.items()})
+        finished |= tok == eos_id
+        prev = tok
+        if bool(finished.all()):
+            break
+    tokens = torch.stack(out, dim=1).tolist()
+    hyps = [_strip(t, eos_id) for t in tokens]
+    infos = None
+    if collect_info:
+        infos = []
+        for b, hyp in enumerate(hyps):
+            n = min(len(hyp) + 1, len(steps_info))
+            infos.append({k: torch.stack([steps_info[t][k][b] for t in range(n)]) for k in steps_info[0]})
+    return hyps, infos
+
+
+@torch.no_grad()
+def beam_search(
+    model,
+    batch: dict,
+    beam_size: int,
+    max_len: int,
+    bos_id: int = 1,
+    eos_id: int = 2,
+    alpha: float = 1.0,
+    pad_id: int = 0,
+) -> list[list[int]]:
+    """Batched beam search; returns the best hypothesis per sentence (token ids, no ``<eos>``)."""
+    if beam_size < 1:
+        raise ValueError("beam_size must be >= 1")
+    k = beam_size
+    enc = model.encode(batch)
+    state = model.init_state(enc)
+    bsz = batch["src"].size(0)
+    device = batch["src"].device
+    enc = tree_map(lambda x: x.repeat_interleave(k, dim=0), enc)
+    state = tree_map(lambda x: x.repeat_interleave(k, dim=0), state)
+    scores = torch.full((bsz, k), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # only the first beam is alive at the start
+    prev = torch.full((bsz * k,), bos_id, dtype=torch.long, device=device)
+    history = torch.empty((bsz * k, 0), dtype=torch.long, device=device)
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(bsz)]
+    done = [False] * bsz
+    offsets = (torch.arange(bsz, device=device) * k).unsqueeze(1)
+
+    for t in range(max_len):
+        log_probs, state, _ = model.step(enc, state, prev)
+        log_probs = _forbid_specials(log_probs, pad_id, bos_id)
+        vocab = log_probs.size(-1)
+        cand = (scores.view(-1, 1) + log_probs).view(bsz, k * vocab)
+        n_cand = min(2 * k, k * vocab)
+        top_scores, top_idx = cand.topk(n_cand, dim=1)
+        beam_idx = torch.div(top_idx, vocab, rounding_mode="floor")
+        tokens = top_idx % vocab
+        is_eos = tokens == eos_id
+        length = t + 1
+        # Finalise <eos> candidates ranked within the top k.
+        eos_hits = (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero().tolist()
+        for b, r in eos_hits:
+            if done[b]:
+                continue
+            src_row = b * k + int(beam_idx[b, r])
+            hyp = history[src_row].tolist()
+            finished[b].append((float(top_scores[b, r]) / (length**alpha), hyp))
+        for b in range(bsz):
+            if not done[b] and len(finished[b]) >= k:
+                done[b] = True
+        if all(done):
+            break
+        # Continue with the best k non-<eos> candidates.
+        masked = top_scores.masked_fill(is_eos, float("-inf"))
+        keep_scores, keep_pos = masked.topk(k, dim=1)
+        keep_beam = beam_idx.gather(1, keep_pos)
+        keep_tok = tokens.gather(1, keep_pos)
+        rows = (offsets + keep_beam).view(-1)
+        state = tree_map(lambda x: x.index_select(0, rows), state)
+        history = torch.cat([history.index_select(0, rows), keep_tok.view(-1, 1)], dim=1)
+        scores = keep_scores
+        prev = keep_tok.view(-1)
+
+    best: list[list[int]] = []
+    for b in range(bsz):
+        if not finished[b]:  # max_len reached without <eos>: take the alive beams as they are
+            for j in range(k):
+                s = float(scores[b, j])
+                if s != float("-inf"):
+                    hyp = history[b * k + j].tolist()
+                    finished[b].append((s / (max(len(hyp), 1) ** alpha), hyp))
+        best.append(max(finished[b], key=lambda x: x[0])[1] if finished[b] else [])
+    return best

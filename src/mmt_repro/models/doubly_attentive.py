@@ -1,0 +1,213 @@
+"""Calixto, Liu and Campbell (2017), "Doubly-Attentive Decoder for Multi-modal Neural
+Machine Translation" (ACL). Paper text: ``../shared/papers/doubly-attentive-calixto2017.txt``.
+
+Two registered models:
+
+- ``doubly_attentive.nmt``: the text-only attention NMT of section 2 (bi-GRU encoder, conditional
+  GRU decoder of dl4mt, Bahdanau attention).
+- ``doubly_attentive.nmt_src_img``: NMT_SRC+IMG of section 3, which adds a second, independent
+  attention over the 196 res4f image annotation vectors, gated by beta.
+
+Equation -> code (``t`` is the decoder step; shapes are ``(batch, ...)``):
+
+=================  ===========================================================================
+section 2.1        ``encode``: ``h_i = [fwd h_i; bwd h_i]`` -> ``ctx (batch, src_len, 2*enc_dim)``
+s_0 (dl4mt)        ``init_state``: ``s_0 = tanh(W_init mean_i h_i)``
+REC1               ``step``: ``s'_t = GRU(E_y[y_{t-1}], s_{t-1})`` (``self.rec1``)
+eq. 2-4            ``step``: ``self.att_src`` gives ``alpha^src_t (batch, src_len)`` and ``c_t``
+eq. 8              ``step``: ``beta_t = sigmoid(W_beta s_{t-1} + b_beta)`` (``self.beta_gate``)
+eq. 6-7, 9         ``step``: ``self.att_img`` gives ``alpha^img_t (batch, 196)``;
+                   ``i_t = beta_t sum_l alpha^img_{t,l} a_l``
+eq. 10 (REC2)      ``_rec2``: ``z_t, r_t, underline s_t, s_t`` with separate ``W^src``/``W^img``
+eq. 1 / eq. 5      ``_readout``: ``L_o tanh(L_s s_t + L_w E_y[y_{t-1}] + L_cs c_t [+ L_ci i_t])``
+section 5          ``init_calixto``: N(0, 0.01^2), orthogonal recurrent matrices, zero biases;
+                   dropout 0.5 on the encoder RNN, the image features, the decoder RNN (one mask
+                   for all time steps) and before the output layer.
+=================  ===========================================================================
+
+The shared decoder (:mod:`mmt_repro.decode.search`) drives ``encode``/``init_state``/``step``;
+the shared trainer calls ``forward``, which is teacher forcing over the same ``step``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .layers import MLPAttention, init_calixto, masked_mean, variational_mask
+from .registry import register
+
+
+@dataclass
+class NMTConfig:
+    """Text-only attentive NMT (Calixto et al. 2017, sections 2 and 5)."""
+
+    emb_dim: int = 620  # source and target word embedding size ("620D")
+    enc_dim: int = 1024  # size of each encoder GRU direction ("1024D forward + 1024D backward")
+    dec_dim: int = 1024  # decoder (conditional GRU) state size
+    att_dim: int = 1024  # hidden size of the attention MLP
+    dropout_enc: float = 0.5  # variational dropout on the encoder bi-RNN input and output
+    dropout_dec: float = 0.5  # variational dropout on the decoder recurrent state
+    dropout_out: float = 0.5  # dropout before emitting the target word
+    init_std: float = 0.01  # std of the Gaussian init of non-recurrent matrices
+
+
+@dataclass
+class NMTSrcImgConfig(NMTConfig):
+    """NMT_SRC+IMG (section 3): adds the image attention and the beta gate."""
+
+    img_dim: int = 1024  # dimension of an image annotation vector a_l (res4f: 1024)
+    img_att_dim: int = 1024  # hidden size of the image attention MLP
+    dropout_img: float = 0.5  # dropout on the image features (one mask per image)
+
+
+class _CGRUBase(nn.Module):
+    """Shared body of both models; ``use_image`` switches on the section 3 additions."""
+
+    use_image = False
+
+    def __init__(self, config: NMTConfig, src_vocab_size: int, tgt_vocab_size: int):
+        super().__init__()
+        self.config = config
+        c = config
+        ctx_dim = 2 * c.enc_dim
+        self.src_emb = nn.Embedding(src_vocab_size, c.emb_dim, padding_idx=0)
+        self.tgt_emb = nn.Embedding(tgt_vocab_size, c.emb_dim, padding_idx=0)
+        self.encoder = nn.GRU(c.emb_dim, c.enc_dim, batch_first=True, bidirectional=True)
+        self.init_proj = nn.Linear(ctx_dim, c.dec_dim)  # W_init
+        self.rec1 = nn.GRUCell(c.emb_dim, c.dec_dim)  # REC1
+        self.att_src = MLPAttention(c.dec_dim, ctx_dim, c.att_dim)  # eq. 2-4
+        # REC2 (eq. 10): z, r and the candidate each get W^src c_t (+ W^img i_t) + U s'_t.
+        self.rec2_src = nn.Linear(ctx_dim, 3 * c.dec_dim, bias=False)  # W_z^src, W_r^src, W^src
+        self.rec2_recurrent = nn.Linear(c.dec_dim, 3 * c.dec_dim, bias=True)  # U_z, U_r, U
+        # Output layer (eq. 1 / eq. 5).
+        self.out_s = nn.Linear(c.dec_dim, c.emb_dim)  # L_s
+        self.out_w = nn.Linear(c.emb_dim, c.emb_dim, bias=False)  # L_w
+        self.out_c = nn.Linear(ctx_dim, c.emb_dim, bias=False)  # L_c (L_cs)
+        self.out_o = nn.Linear(c.emb_dim, tgt_vocab_size)  # L_o
+        if self.use_image:
+            self.att_img = MLPAttention(c.dec_dim, c.img_dim, c.img_att_dim)  # eq. 6-7
+            self.beta_gate = nn.Linear(c.dec_dim, 1)  # eq. 8: W_beta, b_beta
+            self.rec2_img = nn.Linear(c.img_dim, 3 * c.dec_dim, bias=False)  # W_z^img, W_r^img, W^img
+            self.out_i = nn.Linear(c.img_dim, c.emb_dim, bias=False)  # L_ci
+        init_calixto(self, c.init_std)
+        with torch.no_grad():
+            # Orthogonal blocks for the hand-written recurrent matrix of REC2 as well.
+            for block in self.rec2_recurrent.weight.data.chunk(3, dim=0):
+                nn.init.orthogonal_(block)
+
+    # ------------------------------------------------------------------ encoder
+    def encode(self, batch: dict) -> dict:
+        """Source annotations ``ctx (batch, src_len, 2*enc_dim)`` (+ image annotations)."""
+        src, src_len = batch["src"], batch["src_len"]
+        bsz = src.size(0)
+        c = self.config
+        emb = self.src_emb(src)
+        m_in = variational_mask(bsz, c.emb_dim, c.dropout_enc, emb, self.training)
+        if m_in is not None:
+            emb = emb * m_in.unsqueeze(1)
+        packed = pack_padded_sequence(emb, src_len.cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = self.encoder(packed)
+        ctx, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
+        m_out = variational_mask(bsz, ctx.size(-1), c.dropout_enc, ctx, self.training)
+        if m_out is not None:
+            ctx = ctx * m_out.unsqueeze(1)
+        mask = src != 0
+        enc = {
+            "ctx": ctx,
+            "ctx_mask": mask,
+            "ctx_proj": self.att_src.precompute(ctx),
+            "dec_mask": variational_mask(bsz, c.dec_dim, c.dropout_dec, ctx, self.training),
+        }
+        if self.use_image:
+            img = batch["img"]
+            if img is None:
+                raise ValueError(f"model {self.registry_name} needs image features but the batch has none")
+            if img.size(-1) != c.img_dim:
+                raise ValueError(f"image features have dimension {img.size(-1)}, model expects img_dim={c.img_dim}")
+            m_img = variational_mask(bsz, c.img_dim, c.dropout_img, img, self.training)
+            if m_img is not None:
+                img = img * m_img.unsqueeze(1)
+            enc["img"] = img
+            enc["img_proj"] = self.att_img.precompute(img)
+        return enc
+
+    def init_state(self, enc: dict) -> torch.Tensor:
+        """``s_0 = tanh(W_init mean_i h_i)``: ``(batch, dec_dim)``."""
+        return torch.tanh(self.init_proj(masked_mean(enc["ctx"], enc["ctx_mask"])))
+
+    # ------------------------------------------------------------------ decoder
+    def _rec2(self, s1: torch.Tensor, c_t: torch.Tensor, i_t: torch.Tensor | None) -> torch.Tensor:
+        """Eq. 10 (without the image terms when ``i_t`` is None)."""
+        x = self.rec2_src(c_t)
+        if i_t is not None:
+            x = x + self.rec2_img(i_t)
+        x_z, x_r, x_n = x.chunk(3, dim=-1)
+        h_z, h_r, h_n = self.rec2_recurrent(s1).chunk(3, dim=-1)
+        z = torch.sigmoid(x_z + h_z)
+        r = torch.sigmoid(x_r + h_r)
+        s_cand = torch.tanh(x_n + r * h_n)  # underline s_t
+        return (1.0 - z) * s_cand + z * s1
+
+    def _readout(self, s_t, emb_prev, c_t, i_t) -> torch.Tensor:
+        """Eq. 1 / eq. 5 before the softmax: ``L_o tanh(...)`` -> logits ``(batch, vocab)``."""
+        t = self.out_s(s_t) + self.out_w(emb_prev) + self.out_c(c_t)
+        if i_t is not None:
+            t = t + self.out_i(i_t)
+        t = F.dropout(torch.tanh(t), p=self.config.dropout_out, training=self.training)
+        return self.out_o(t)
+
+    def step(self, enc: dict, state: torch.Tensor, prev: torch.Tensor):
+        """One decoder step. ``prev (batch,)`` previous tokens; returns
+        ``(log_probs (batch, vocab), new_state (batch, dec_dim), info)`` where ``info`` holds
+        ``alpha_src (batch, src_len)`` and, with images, ``alpha_img (batch, L)`` and
+        ``beta (batch,)``."""
+        emb = self.tgt_emb(prev)
+        s_prev = state
+        if enc.get("dec_mask") is not None:
+            s_prev = s_prev * enc["dec_mask"]
+        s1 = self.rec1(emb, s_prev)  # REC1: s'_t
+        c_t, alpha_src = self.att_src(s1, enc["ctx"], enc["ctx_mask"], enc["ctx_proj"])
+        info = {"alpha_src": alpha_src}
+        i_t = None
+        if self.use_image:
+            beta = torch.sigmoid(self.beta_gate(s_prev))  # eq. 8, from s_{t-1}
+            a_t, alpha_img = self.att_img(s1, enc["img"], None, enc["img_proj"])  # eq. 6-7
+            i_t = beta * a_t  # eq. 9
+            info["alpha_img"] = alpha_img
+            info["beta"] = beta.squeeze(-1)
+        s_t = self._rec2(s1, c_t, i_t)
+        logits = self._readout(s_t, emb, c_t, i_t)
+        return F.log_softmax(logits, dim=-1), s_t, info
+
+    def forward(self, batch: dict) -> dict:
+        """Teacher-forced cross-entropy, summed over target tokens and divided by their count."""
+        enc = self.encode(batch)
+        state = self.init_state(enc)
+        tgt_in, tgt_out = batch["tgt_in"], batch["tgt_out"]
+        steps = []
+        for t in range(tgt_in.size(1)):
+            log_probs, state, _ = self.step(enc, state, tgt_in[:, t])
+            steps.append(log_probs)
+        log_probs = torch.stack(steps, dim=1)
+        n_tokens = (tgt_out != 0).sum()
+        nll = F.nll_loss(log_probs.reshape(-1, log_probs.size(-1)), tgt_out.reshape(-1), ignore_index=0, reduction="sum")
+        return {"loss": nll / n_tokens.clamp_min(1), "nll_sum": nll.detach(), "n_tokens": n_tokens}
+
+
+@register("doubly_attentive.nmt", NMTConfig)
+class AttentiveNMT(_CGRUBase):
+    """Text-only attention-based NMT with a conditional GRU decoder (section 2)."""
+
+    use_image = False
+
+
+@register("doubly_attentive.nmt_src_img", NMTSrcImgConfig)
+class DoublyAttentiveNMT(_CGRUBase):
+    """NMT_SRC+IMG: the doubly-attentive decoder (section 3, eqs. 5-10)."""
+
+    use_image = True

@@ -1,0 +1,55 @@
+"""What every workflow script does around its one package call: logging to the rule's log
+file, torch threads from the rule's ``threads``, and bad input reported as one clear message.
+
+A script is then only::
+
+    from mmt_repro.runtime import run_step
+    from mmt_repro.x import f
+    run_step(snakemake.log[0], snakemake.threads, f, a=snakemake.input.a, ...)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError
+from .io import DataError
+
+
+def setup_logging(log_path: str | Path | None, level: int = logging.INFO) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_path:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_path, mode="a", encoding="utf-8"))
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers, force=True)
+
+
+def set_threads(threads: int | None) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+
+
+def run_step(log_path: str | Path | None, threads: int | None, func: Callable[..., Any], **kwargs) -> Any:
+    """Call ``func(**kwargs)`` with logging and threads set; on bad input log the message and
+    exit with status 1 (no traceback noise); other errors propagate with their traceback."""
+    setup_logging(log_path)
+    set_threads(threads)
+    log = logging.getLogger("mmt_repro.step")
+    shown = {k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items()}
+    log.info("%s.%s(%s)", func.__module__, func.__name__, json.dumps(shown, default=str)[:2000])
+    started = time.monotonic()
+    try:
+        result = func(**kwargs)
+    except (DataError, ConfigError) as err:
+        log.error("%s", err)
+        sys.exit(1)
+    log.info("done in %.1f s", time.monotonic() - started)
+    return result

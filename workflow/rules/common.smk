@@ -1,0 +1,242 @@
+# Helper functions shared by the rules: config validation, per-paper settings, and the input
+# functions that turn wildcards into paths. No rule lives here.
+
+import sys
+from pathlib import Path
+
+from mmt_repro.config import ConfigError, paper_settings, validate_config
+from mmt_repro.io import DataError
+from mmt_repro.models.registry import is_multimodal
+
+REPO = Path(workflow.basedir)
+LANGS = ["en", "de", "fr"]
+
+
+def repo_path(path):
+    """Paths in the config are relative to the repository unless absolute."""
+    path = Path(path)
+    return path if path.is_absolute() else REPO / path
+
+
+try:
+    validate_config(config, REPO / "config" / "schema.yaml")
+    SETTINGS = {
+        paper: paper_settings(repo_path(block["settings"]), block.get("overrides"))
+        for paper, block in config["papers"].items()
+    }
+except (ConfigError, DataError) as err:
+    sys.exit(f"mmt-repro: {err}")
+
+
+wildcard_constraints:
+    dataset="[a-z0-9_]+",
+    split="[a-z0-9_]+",
+    lang="[a-z]{2}",
+    pair="[a-z]{2}-[a-z]{2}",
+    chain="(lc\.)?norm\.tok",
+    paper="[a-z_]+",
+    system="[a-z0-9_]+",
+    seed="[0-9]+",
+    condition="congruent|shuffled",
+    extractor="[a-z0-9]+",
+    layer="[a-z0-9]+",
+    std="(\.std)?",
+
+
+def enabled_tables():
+    """(paper, table, table config) for every table the config switches on."""
+    return [
+        (paper, name, table)
+        for paper, block in config["papers"].items()
+        for name, table in block["tables"].items()
+        if table.get("enabled", True)
+    ]
+
+
+def dataset_config(dataset):
+    if dataset not in config["datasets"]:
+        raise ValueError(f"unknown dataset {dataset!r}; configured: {', '.join(config['datasets'])}")
+    return config["datasets"][dataset]
+
+
+def dataset_splits(dataset):
+    cfg = dataset_config(dataset)
+    return list(cfg["sizes"]) if cfg["source"] == "grounded" else list(cfg["splits"])
+
+
+def recipe(paper):
+    return SETTINGS[paper]["recipe"]
+
+
+def chain(paper):
+    """The Moses step chain of a paper's text recipe, as it appears in file names."""
+    return "lc.norm.tok" if recipe(paper).get("lowercase") else "norm.tok"
+
+
+def system_settings(paper, system):
+    systems = SETTINGS[paper]["systems"]
+    if system not in systems:
+        raise ValueError(f"unknown system {system!r} for {paper}; valid: {', '.join(systems)}")
+    return systems[system]
+
+
+def multimodal(paper, system):
+    return is_multimodal(system_settings(paper, system)["model"])
+
+
+def paper_features(paper, dataset):
+    """The feature set a paper uses on a dataset (one per paper and dataset)."""
+    names = {t.get("features") for p, _, t in enabled_tables() if p == paper and t["dataset"] == dataset}
+    names.discard(None)
+    if len(names) > 1:
+        raise ValueError(f"{paper} uses several feature sets on {dataset}: {sorted(names)}; use one")
+    if not names:
+        raise ValueError(f"no table of {paper} on {dataset} names its 'features'")
+    return names.pop()
+
+
+def feature_files(dataset, feature_set, split):
+    """npy and index of a split's features, standardised when the config asks for it."""
+    std = ".std" if dataset_config(dataset)["features"][feature_set]["standardize"] else ""
+    stem = f"results/features/{dataset}/{feature_set}{std}/{split}"
+    return {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
+
+
+def bpe_text(paper, dataset, pair, split, lang):
+    return f"results/text/{paper}/{dataset}.{pair}/{split}.{chain(paper)}.bpe.{lang}"
+
+
+def table_scores(paper, table):
+    t = config["papers"][paper]["tables"][table]
+    out = []
+    for system in t["systems"]:
+        conditions = ["congruent"]
+        if t.get("shuffled_images") and multimodal(paper, system):
+            conditions.append("shuffled")
+        for test_set in t["test_sets"]:
+            for seed in t["seeds"]:
+                for condition in conditions:
+                    out.append(
+                        f"results/scores/{paper}/{system}/{t['dataset']}.{test_set}.{t['pair']}"
+                        f".seed{seed}.{condition}.json"
+                    )
+    return out
+
+
+def all_tables():
+    return [f"results/tables/{paper}/{table}.tsv" for paper, table, _ in enabled_tables()]
+
+
+# ---------------------------------------------------------------- input functions for rules
+def lowercase_chain(wildcards):
+    return wildcards.chain.startswith("lc.")
+
+
+def bpe_training_text(wildcards):
+    """Both sides of the training split, in the paper's tokenisation chain (joint BPE)."""
+    src, tgt = wildcards.pair.split("-")
+    train = dataset_config(wildcards.dataset)["train"]
+    stem = f"results/text/{wildcards.dataset}/{train}.{chain(wildcards.paper)}"
+    return {"src": f"{stem}.{src}", "tgt": f"{stem}.{tgt}"}
+
+
+def bpe_symbols(wildcards):
+    return recipe(wildcards.paper)["bpe_symbols"]
+
+
+def vocab_min_freq(wildcards):
+    return recipe(wildcards.paper).get("min_freq", 1)
+
+
+def train_text(wildcards):
+    train = dataset_config(wildcards.dataset)["train"]
+    return bpe_text(wildcards.paper, wildcards.dataset, wildcards.pair, train, wildcards.lang)
+
+
+def gpu_count(wildcards):
+    """One GPU for heavy jobs unless the run is pinned to the CPU."""
+    return 0 if config["device"] == "cpu" else 1
+
+
+def training_inputs(wildcards):
+    paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
+    src, tgt = pair.split("-")
+    cfg = dataset_config(ds)
+    train, val = cfg["train"], cfg["val"]
+    inputs = {
+        "train_src": bpe_text(paper, ds, pair, train, src),
+        "train_tgt": bpe_text(paper, ds, pair, train, tgt),
+        "val_src": bpe_text(paper, ds, pair, val, src),
+        "val_tgt": bpe_text(paper, ds, pair, val, tgt),
+        "val_ref": f"results/text/{ds}/{val}.{chain(paper)}.{tgt}",
+        "src_vocab": f"results/vocab/{paper}/{ds}.{pair}.{src}.json",
+        "tgt_vocab": f"results/vocab/{paper}/{ds}.{pair}.{tgt}.json",
+    }
+    if multimodal(paper, wildcards.system):
+        feats = paper_features(paper, ds)
+        for split, key in ((train, "train"), (val, "val")):
+            files = feature_files(ds, feats, split)
+            inputs[f"{key}_npy"], inputs[f"{key}_index"] = files["npy"], files["index"]
+    return inputs
+
+
+def train_model_name(wildcards):
+    return system_settings(wildcards.paper, wildcards.system)["model"]
+
+
+def train_model_config(wildcards):
+    return system_settings(wildcards.paper, wildcards.system).get("model_config", {})
+
+
+def train_train_config(wildcards):
+    cfg = dict(system_settings(wildcards.paper, wildcards.system).get("train", {}))
+    cfg["seed"] = int(wildcards.seed)
+    return cfg
+
+
+def translate_inputs(wildcards):
+    paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
+    src, tgt = pair.split("-")
+    inputs = {
+        "checkpoint": f"results/models/{paper}/{wildcards.system}/{ds}.{pair}.seed{wildcards.seed}.best.pt",
+        "src": bpe_text(paper, ds, pair, wildcards.split, src),
+        "src_vocab": f"results/vocab/{paper}/{ds}.{pair}.{src}.json",
+        "tgt_vocab": f"results/vocab/{paper}/{ds}.{pair}.{tgt}.json",
+    }
+    if multimodal(paper, wildcards.system):
+        files = feature_files(ds, paper_features(paper, ds), wildcards.split)
+        inputs["features_npy"], inputs["features_index"] = files["npy"], files["index"]
+    elif wildcards.condition == "shuffled":
+        raise ValueError(f"{paper}.{wildcards.system} reads no images: no shuffled-image condition")
+    return inputs
+
+
+def shuffle_seed(wildcards):
+    return config["scoring"]["shuffle_seed"] if wildcards.condition == "shuffled" else None
+
+
+def reference_text(wildcards):
+    tgt = wildcards.pair.split("-")[1]
+    return f"results/text/{wildcards.dataset}/{wildcards.split}.{chain(wildcards.paper)}.{tgt}"
+
+
+def score_meta(wildcards):
+    table = next(
+        (name for p, name, t in enabled_tables()
+         if p == wildcards.paper and t["dataset"] == wildcards.dataset and wildcards.split in t["test_sets"]),
+        "",
+    )
+    return {
+        "paper": wildcards.paper,
+        "table": table,
+        "system": wildcards.system,
+        "dataset": wildcards.dataset,
+        "pair": wildcards.pair,
+        "test_set": wildcards.split,
+        "seed": int(wildcards.seed),
+        "condition": wildcards.condition,
+    }
+
+
+def table_score_files(wildcards):
+    return table_scores(wildcards.paper, wildcards.table)

@@ -1,0 +1,29 @@
+# Decoding: beam search with every trained model, with congruent or shuffled images.
+
+
+rule translate:
+    input:
+        unpack(translate_inputs),
+    output:
+        "results/translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt",
+    params:
+        beam_size=config["decode"]["beam_size"],
+        alpha=config["decode"]["alpha"],
+        max_len=config["decode"]["max_len"],
+        batch_size=config["decode"]["batch_size"],
+        shuffle_seed=shuffle_seed,
+        device=config["device"],
+    # Intra-op torch threads; Snakemake scales this down to --cores.
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=gpu_count,
+    log:
+        "results/logs/translate/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.log",
+    benchmark:
+        "results/benchmarks/translate/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/translate.py"

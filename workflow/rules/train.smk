@@ -1,0 +1,29 @@
+# Training: one rule for every model of every paper, through the shared trainer.
+
+
+rule train_model:
+    input:
+        unpack(training_inputs),
+    output:
+        best="results/models/{paper}/{system}/{dataset}.{pair}.seed{seed}.best.pt",
+        curve="results/models/{paper}/{system}/{dataset}.{pair}.seed{seed}.curve.tsv",
+    params:
+        model=train_model_name,
+        model_config=train_model_config,
+        train_config=train_train_config,
+        last="results/models/{paper}/{system}/{dataset}.{pair}.seed{seed}.last.pt",
+        device=config["device"],
+    # Intra-op torch threads; Snakemake scales this down to --cores.
+    threads: 4
+    resources:
+        mem_mb=16000,
+        runtime=2880,
+        gpu=gpu_count,
+    log:
+        "results/logs/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.log",
+    benchmark:
+        "results/benchmarks/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/train_model.py"

@@ -1,0 +1,17 @@
+"""Rule generate_grounded: the grounded synthetic smoke set (images + en/de/fr captions)."""
+
+from pathlib import Path
+
+from mmt_repro.data.grounded import generate_grounded
+from mmt_repro.runtime import run_step
+
+run_step(
+    snakemake.log[0],
+    snakemake.threads,
+    generate_grounded,
+    out_dir=Path(snakemake.output.images).parent,
+    sizes=dict(snakemake.params.sizes),
+    seed=snakemake.params.seed,
+    image_size=snakemake.params.image_size,
+    langs=tuple(snakemake.params.langs),
+)

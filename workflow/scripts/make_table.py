@@ -1,0 +1,15 @@
+"""Rule make_table: one paper's table, our numbers beside the published ones."""
+
+from mmt_repro.runtime import run_step
+from mmt_repro.tables.build import make_table
+
+run_step(
+    snakemake.log[0],
+    snakemake.threads,
+    make_table,
+    score_jsons=list(snakemake.input.scores),
+    paper=snakemake.wildcards.paper,
+    table=snakemake.wildcards.table,
+    published=snakemake.input.published,
+    out_tsv=snakemake.output[0],
+)

@@ -1,0 +1,24 @@
+"""Rule translate: decode one test split with a trained checkpoint."""
+
+from mmt_repro.decode.translate import translate
+from mmt_repro.runtime import run_step
+
+inp = snakemake.input
+run_step(
+    snakemake.log[0],
+    snakemake.threads,
+    translate,
+    checkpoint=inp.checkpoint,
+    src=inp.src,
+    out=snakemake.output[0],
+    src_vocab=inp.src_vocab,
+    tgt_vocab=inp.tgt_vocab,
+    features_npy=inp.get("features_npy"),
+    features_index=inp.get("features_index"),
+    beam_size=snakemake.params.beam_size,
+    alpha=snakemake.params.alpha,
+    max_len=snakemake.params.max_len,
+    batch_size=snakemake.params.batch_size,
+    shuffle_images_seed=snakemake.params.shuffle_seed,
+    device=snakemake.params.device,
+)
