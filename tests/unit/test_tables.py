@@ -1,0 +1,216 @@
+"""Tests for mmt_repro.tables.build on hand-made score JSONs, and for the published values."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mmt_repro.io import DataError
+from mmt_repro.tables.build import (
+    COLUMNS,
+    NOT_RUN,
+    format_table,
+    gather_tables,
+    make_table,
+    read_published,
+    read_table,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+PUBLISHED = REPO / "config" / "published_results.tsv"
+SIG = "nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:2.6.0"
+
+
+def _score_json(tmp: Path, system: str, seed: int, scores: dict, condition="congruent", paper="toy", table="t1"):
+    data = {
+        "meta": {
+            "paper": paper,
+            "table": table,
+            "system": system,
+            "pair": "en-de",
+            "test_set": "test_2016_flickr",
+            "seed": seed,
+            "condition": condition,
+        },
+        "scores": {m: {"value": v, "signature": SIG} for m, v in scores.items()},
+        "n_sentences": 1000,
+    }
+    path = tmp / f"{paper}.{system}.{condition}.{seed}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def published(tmp_path):
+    path = tmp_path / "published.tsv"
+    rows = [
+        ["paper", "table", "system", "pair", "test_set", "metric", "value", "source"],
+        ["toy", "t1", "nmt", "en-de", "test_2016_flickr", "bleu", "33.7", "Toy 2017, Table 1"],
+        ["toy", "t1", "nmt", "en-de", "test_2016_flickr", "ter", "46.7", "Toy 2017, Table 1"],
+        ["toy", "t1", "nmt", "en-de", "test_2016_flickr", "meteor", "52.3", "Toy 2017, Table 1"],
+        ["toy", "t1", "mmt", "en-de", "test_2016_flickr", "bleu", "36.5", "Toy 2017, Table 1"],
+        ["toy", "t1", "pbsmt", "en-de", "test_2016_flickr", "bleu", "32.9", "Toy 2017, Table 1"],
+        ["other", "t1", "nmt", "en-de", "test_2016_flickr", "bleu", "1.0", "Other, Table 1"],
+    ]
+    path.write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _row(df, system, metric, condition="congruent"):
+    sel = df[(df.system == system) & (df.metric == metric) & (df.condition == condition)]
+    assert len(sel) == 1, sel
+    return sel.iloc[0]
+
+
+def test_make_table_means_deltas_and_flags(tmp_path, published):
+    jsons = [
+        _score_json(tmp_path, "nmt", 1, {"bleu": 34.0, "ter": 45.0}),
+        _score_json(tmp_path, "nmt", 2, {"bleu": 35.0, "ter": 46.0}),
+        _score_json(tmp_path, "mmt", 1, {"bleu": 35.123}),
+        _score_json(tmp_path, "mmt", 1, {"bleu": 30.0}, condition="shuffled"),
+    ]
+    unavailable = [
+        {
+            "system": "nmt",
+            "pair": "en-de",
+            "test_set": "test_2016_flickr",
+            "metric": "meteor",
+            "reason": "METEOR-de needs the full Meteor 1.5 release",
+        }
+    ]
+    out = tmp_path / "tables" / "t1.tsv"
+    df = make_table(
+        jsons,
+        "toy",
+        "t1",
+        published,
+        out,
+        unavailable=unavailable,
+        significance={("mmt", "en-de", "test_2016_flickr", "congruent", "bleu"): 0.004},
+    )
+    assert list(df.columns) == COLUMNS
+
+    bleu = _row(df, "nmt", "bleu")
+    assert bleu.ours == 34.5 and bleu.n_seeds == 2
+    assert bleu.ours_std == pytest.approx(round(math.sqrt(0.5), 2))
+    assert bleu.paper_value == 33.7 and bleu.delta == pytest.approx(0.8)  # ours above paper: positive
+    assert bleu.signature == SIG and bleu.note == ""
+
+    ter = _row(df, "nmt", "ter")
+    assert ter.ours == 45.5 and ter.delta == pytest.approx(-1.2)  # ours below paper: negative
+
+    mmt = _row(df, "mmt", "bleu")
+    assert mmt.ours == 35.12 and mmt.n_seeds == 1 and math.isnan(mmt.ours_std)
+    assert mmt.delta == pytest.approx(-1.38) and mmt.p_value == 0.004
+
+    # no paper value for non-congruent conditions, so no delta
+    shuf = _row(df, "mmt", "bleu", condition="shuffled")
+    assert shuf.ours == 30.0 and math.isnan(shuf.paper_value) and math.isnan(shuf.delta)
+
+    # unavailable: ours stays empty even though the paper has a value, reason in note
+    met = _row(df, "nmt", "meteor")
+    assert math.isnan(met.ours) and met.paper_value == 52.3 and math.isnan(met.delta)
+    assert met.note.startswith("METEOR-de needs") and met.n_seeds == 0
+
+    # published-only row
+    pb = _row(df, "pbsmt", "bleu")
+    assert math.isnan(pb.ours) and pb.paper_value == 32.9 and pb.note == NOT_RUN
+
+    # other papers' published rows stay out
+    assert set(df.paper) == {"toy"} and len(df) == 6
+
+    # the file has the same columns, empty cells for missing numbers, fixed formats
+    text = out.read_text(encoding="utf-8").splitlines()
+    assert text[0].split("\t") == COLUMNS
+    by_sys_metric = {tuple(line.split("\t")[i] for i in (2, 5, 6)): line.split("\t") for line in text[1:]}
+    assert by_sys_metric[("nmt", "congruent", "bleu")][7:11] == ["34.50", "0.71", "33.7", "0.80"]
+    assert by_sys_metric[("nmt", "congruent", "meteor")][7] == ""
+    # deterministic: same inputs in another order give identical bytes
+    out2 = tmp_path / "tables" / "t1b.tsv"
+    make_table(
+        list(reversed(jsons)),
+        "toy",
+        "t1",
+        published,
+        out2,
+        unavailable=unavailable,
+        significance={"mmt|en-de|test_2016_flickr|congruent|bleu": 0.004},
+    )
+    assert out2.read_bytes() == out.read_bytes()
+    # rows sorted by their keys
+    keys = list(zip(df.system, df.pair, df.test_set, df.condition, df.metric))
+    assert keys == sorted(keys)
+
+
+def test_make_table_rejects_inconsistent_inputs(tmp_path, published):
+    a = _score_json(tmp_path, "nmt", 1, {"bleu": 34.0})
+    with pytest.raises(DataError, match="appears in several"):
+        make_table([a, a], "toy", "t1", published, tmp_path / "x.tsv")
+    wrong = _score_json(tmp_path, "nmt", 1, {"bleu": 34.0}, paper="other")
+    with pytest.raises(DataError, match="belongs to other/t1"):
+        make_table([wrong], "toy", "t1", published, tmp_path / "x.tsv")
+    clash = [{"system": "nmt", "pair": "en-de", "test_set": "test_2016_flickr", "metric": "bleu", "reason": "x"}]
+    with pytest.raises(ValueError, match="unavailable but has scores"):
+        make_table([a], "toy", "t1", published, tmp_path / "x.tsv", unavailable=clash)
+    assert not (tmp_path / "x.tsv").exists()
+
+
+def test_gather_tables_column_order_and_sorting(tmp_path, published):
+    t_toy = tmp_path / "toy.tsv"
+    t_other = tmp_path / "other.tsv"
+    make_table([_score_json(tmp_path, "nmt", 1, {"bleu": 34.0})], "toy", "t1", published, t_toy)
+    make_table(
+        [_score_json(tmp_path, "nmt", 1, {"bleu": 2.0}, paper="other")], "other", "t1", published, t_other
+    )
+    out = tmp_path / "all.tsv"
+    pq = tmp_path / "all.parquet"
+    df = gather_tables([t_toy, t_other], out, pq)
+    assert list(df.columns) == COLUMNS
+    assert out.read_text(encoding="utf-8").splitlines()[0].split("\t") == COLUMNS
+    assert list(df.paper) == sorted(df.paper) and df.paper.iloc[0] == "other"
+    back = read_table(out)
+    pd.testing.assert_frame_equal(back, df)
+    pd.testing.assert_frame_equal(pd.read_parquet(pq), df)
+    # same bytes whatever the input order
+    out2 = tmp_path / "all2.tsv"
+    gather_tables([t_other, t_toy], out2)
+    assert out2.read_bytes() == out.read_bytes()
+    text = format_table(df)
+    assert "== toy / t1 / en-de / test_2016_flickr" in text and NOT_RUN in text
+
+
+# --------------------------------------------------------------------------- published values
+
+
+def test_published_calixto_table1_consistent_with_printed_differences():
+    """The 'Improvements' rows of Calixto et al. (2017) Table 1 re-derived from our transcription."""
+    if not PUBLISHED.exists():
+        pytest.skip(f"missing {PUBLISHED}")
+    pub = read_published(PUBLISHED)
+    pub = pub[(pub.paper == "doubly_attentive") & (pub.table == "table1")]
+    assert set(pub.pair) == {"en-de"} and set(pub.test_set) == {"test_2016_flickr"}
+    metrics = ["bleu", "meteor", "ter", "chrf3", "chrf3_prec", "chrf3_rec"]
+    systems = [
+        "pbsmt", "nmt", "nmt_src_img",
+        "pbsmt_lm_bt", "nmt_bt", "nmt_src_img_bt",
+        "pbsmt_concat_wmt", "pbsmt_lm_wmt", "nmt_wmt", "nmt_src_img_wmt",
+    ]  # fmt: skip
+    assert len(pub) == len(systems) * len(metrics)
+    v = {(r.system, r.metric): r.value for r in pub.itertuples()}
+
+    def diff(a, b):
+        return [round(v[(a, m)] - v[(b, m)], 1) for m in metrics]
+
+    # printed as arrows in the paper: (BLEU, METEOR, TER, chrF3, prec, rec)
+    assert diff("nmt_src_img", "nmt") == [2.8, 2.7, -3.0, 2.1, -0.9, 2.4]
+    assert diff("nmt_src_img", "pbsmt") == [3.6, 0.7, -1.4, -0.1, 0.3, -0.1]
+    assert diff("nmt_src_img_bt", "pbsmt_lm_bt") == [3.1, -0.5, -1.9, -1.4, 0.4, -1.6]
+    assert diff("nmt_src_img_bt", "nmt_bt") == [1.6, 1.1, -0.5, 1.4, -0.5, 1.5]
+    assert diff("nmt_src_img_wmt", "nmt_wmt") == [1.2, 0.1, -0.4, 0.4, -0.1, 0.5]
+    # "vs. best PBSMT" with WMT pre-training takes the best PBSMT per metric
+    best = {m: (min if m == "ter" else max)(v[("pbsmt_concat_wmt", m)], v[("pbsmt_lm_wmt", m)]) for m in metrics}
+    assert [round(v[("nmt_src_img_wmt", m)] - best[m], 1) for m in metrics] == [6.4, 2.7, -5.4, 2.3, 3.3, 2.2]
