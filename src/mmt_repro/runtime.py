@@ -31,10 +31,14 @@ def setup_logging(log_path: str | Path | None, level: int = logging.INFO) -> Non
 
 
 def set_threads(threads: int | None) -> None:
-    if threads:
+    """Torch intra-op threads = the rule's threads (environments without torch skip this)."""
+    if not threads:
+        return
+    try:
         import torch
-
-        torch.set_num_threads(int(threads))
+    except ImportError:
+        return
+    torch.set_num_threads(int(threads))
 
 
 def run_step(log_path: str | Path | None, threads: int | None, func: Callable[..., Any], **kwargs) -> Any:

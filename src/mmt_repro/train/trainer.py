@@ -290,6 +290,8 @@ def train(
                 progress["done"] = True
             elif progress["bad_epochs"] >= cfg.patience:
                 progress["done"], stop_reason = True, "early_stopping"
+            elif progress["epoch"] > cfg.max_epochs:
+                progress["done"] = True
             save_last()
     if not Path(best_checkpoint).exists():
         raise RuntimeError(f"training ended without a validation: {best_checkpoint} was not written")

@@ -1,0 +1,40 @@
+# The two commands of the README, each doing its own set-up on a fresh machine:
+#   make smoke   build the virtual environment, run the smoke reproduction, print all.tsv
+#   make test    build the virtual environment, run the test suite
+# Everything else here is a helper of those two.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CORES ?= 2
+SMOKE_DIR ?= .
+STAMP := $(VENV)/.installed
+
+.PHONY: smoke test venv lint dryrun clean-results
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch/torchvision pinned in pyproject.toml (2.14.1 / 0.29.1); pip takes them from the
+	# machine's local wheel store when it has one.
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+smoke: $(STAMP)
+	$(BIN)/snakemake --snakefile Snakefile --directory $(SMOKE_DIR) --configfile config/smoke.yaml \
+		--cores $(CORES) --rerun-incomplete results/tables/all.tsv
+	$(BIN)/python -m mmt_repro show $(SMOKE_DIR)/results/tables/all.tsv
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/snakemake --lint --configfile config/smoke.yaml
+
+dryrun: $(STAMP)
+	$(BIN)/snakemake -n --quiet rules results/tables/all.tsv
+
+clean-results:
+	rm -rf results .snakemake

@@ -1,0 +1,58 @@
+"""Shared test fixtures: where ../shared/datasets is, and tiny parallel corpora."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+
+
+def shared_dataset(name: str) -> Path:
+    """Path of ../shared/datasets/<name>, or skip the test saying what is missing."""
+    path = SHARED_DATASETS / name
+    if not path.exists():
+        pytest.skip(f"needs the real data set {path} (../shared/datasets/{name} beside the repo); not present")
+    return path
+
+
+@pytest.fixture
+def toy_corpus(tmp_path):
+    """A tiny copy task with images: target = source words with a colour read off the image."""
+    import numpy as np
+
+    from mmt_repro.text.vocab import Vocab
+
+    rng = np.random.default_rng(0)
+    words = ["a", "b", "c", "d", "e", "f"]
+    colours = ["red", "blue"]
+    src, tgt, feats = [], [], []
+    for _ in range(64):
+        n = int(rng.integers(2, 5))
+        s = [words[int(i)] for i in rng.integers(0, len(words), n)]
+        c = int(rng.integers(0, 2))
+        src.append(" ".join(s))
+        tgt.append(" ".join([*s, colours[c]]))
+        f = np.zeros((3, 4), dtype=np.float32)
+        f[:, c] = 1.0
+        feats.append(f)
+    d = tmp_path / "toy"
+    d.mkdir()
+    for name, lines in (("train.src", src), ("train.tgt", tgt), ("val.src", src[:16]), ("val.tgt", tgt[:16])):
+        (d / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    Vocab.build([d / "train.src"]).save(d / "src.json")
+    Vocab.build([d / "train.tgt"]).save(d / "tgt.json")
+
+    class Store:
+        def __init__(self, arr):
+            self.arr = arr
+
+        def __len__(self):
+            return len(self.arr)
+
+        def __getitem__(self, i):
+            return self.arr[i]
+
+    return {"dir": d, "features": Store(np.stack(feats)), "val_features": Store(np.stack(feats[:16]))}
