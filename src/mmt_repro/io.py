@@ -78,22 +78,33 @@ def read_lines(path: str | os.PathLike, allow_empty_lines: bool = True) -> list[
     corrupt gzip stream, or (when ``allow_empty_lines`` is false) an empty line.
     """
     path = Path(path)
-    lines: list[str] = []
+    if not path.exists():
+        raise DataError(path, "file does not exist", "check the path in the config or re-run the rule that makes it")
     try:
-        with open_text(path) as fh:
-            for i, line in enumerate(fh, start=1):
-                line = line.rstrip("\n").rstrip("\r")
-                if not allow_empty_lines and not line.strip():
-                    raise DataError(path, f"line {i} is empty", "remove the empty line from every parallel file, or fix the source")
-                lines.append(line)
-    except UnicodeDecodeError as err:
-        raise DataError(
-            path,
-            f"not valid UTF-8 after line {len(lines)} (byte offset {err.start} of the failing chunk: {err.reason})",
-            "re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8) or fetch it again",
-        ) from err
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as fh:
+                raw = fh.read()
+        else:
+            raw = path.read_bytes()
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         raise DataError(path, f"gzip stream is truncated or corrupt ({err})", "delete the file and fetch it again") from err
+    lines: list[str] = []
+    if not raw:
+        return lines
+    for i, chunk in enumerate(raw.split(b"\n"), start=1):
+        try:
+            line = chunk.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError as err:
+            raise DataError(
+                path,
+                f"line {i} is not valid UTF-8 (byte {err.start} of the line: {err.reason})",
+                "re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8) or fetch it again",
+            ) from err
+        if not allow_empty_lines and not line.strip() and i <= raw.count(b"\n"):
+            raise DataError(path, f"line {i} is empty", "remove the empty line from every parallel file, or fix the source")
+        lines.append(line)
+    if lines and lines[-1] == "" and raw.endswith(b"\n"):
+        lines.pop()  # the final newline ends the last line; it does not start a new one
     return lines
 
 

@@ -68,7 +68,7 @@ def recipe(paper):
     return SETTINGS[paper]["recipe"]
 
 
-def chain(paper):
+def text_chain(paper):
     """The Moses step chain of a paper's text recipe, as it appears in file names."""
     return "lc.norm.tok" if recipe(paper).get("lowercase") else "norm.tok"
 
@@ -103,7 +103,7 @@ def feature_files(dataset, feature_set, split):
 
 
 def bpe_text(paper, dataset, pair, split, lang):
-    return f"results/text/{paper}/{dataset}.{pair}/{split}.{chain(paper)}.bpe.{lang}"
+    return f"results/text/{paper}/{dataset}.{pair}/{split}.{text_chain(paper)}.bpe.{lang}"
 
 
 def table_scores(paper, table):
@@ -136,7 +136,7 @@ def bpe_training_text(wildcards):
     """Both sides of the training split, in the paper's tokenisation chain (joint BPE)."""
     src, tgt = wildcards.pair.split("-")
     train = dataset_config(wildcards.dataset)["train"]
-    stem = f"results/text/{wildcards.dataset}/{train}.{chain(wildcards.paper)}"
+    stem = f"results/text/{wildcards.dataset}/{train}.{text_chain(wildcards.paper)}"
     return {"src": f"{stem}.{src}", "tgt": f"{stem}.{tgt}"}
 
 
@@ -168,7 +168,7 @@ def training_inputs(wildcards):
         "train_tgt": bpe_text(paper, ds, pair, train, tgt),
         "val_src": bpe_text(paper, ds, pair, val, src),
         "val_tgt": bpe_text(paper, ds, pair, val, tgt),
-        "val_ref": f"results/text/{ds}/{val}.{chain(paper)}.{tgt}",
+        "val_ref": f"results/text/{ds}/{val}.{text_chain(paper)}.{tgt}",
         "src_vocab": f"results/vocab/{paper}/{ds}.{pair}.{src}.json",
         "tgt_vocab": f"results/vocab/{paper}/{ds}.{pair}.{tgt}.json",
     }
@@ -217,7 +217,7 @@ def shuffle_seed(wildcards):
 
 def reference_text(wildcards):
     tgt = wildcards.pair.split("-")[1]
-    return f"results/text/{wildcards.dataset}/{wildcards.split}.{chain(wildcards.paper)}.{tgt}"
+    return f"results/text/{wildcards.dataset}/{wildcards.split}.{text_chain(wildcards.paper)}.{tgt}"
 
 
 def score_meta(wildcards):
@@ -240,3 +240,39 @@ def score_meta(wildcards):
 
 def table_score_files(wildcards):
     return table_scores(wildcards.paper, wildcards.table)
+
+
+def image_inputs(wildcards):
+    """The split's image list, plus the image folder when the workflow makes it."""
+    inputs = {"image_list": f"results/data/{wildcards.dataset}/image_splits/{wildcards.split}.txt"}
+    if dataset_config(wildcards.dataset)["source"] == "grounded":
+        inputs["images"] = f"results/data/{wildcards.dataset}/images"
+    return inputs
+
+
+def image_dir(wildcards):
+    """Where the images are: the generated folder, or the configured (request-only) one."""
+    cfg = dataset_config(wildcards.dataset)
+    if cfg["source"] == "grounded":
+        return f"results/data/{wildcards.dataset}/images"
+    return cfg.get("images")
+
+
+def feature_param(key):
+    def get(wildcards):
+        sets = dataset_config(wildcards.dataset)["features"]
+        name = f"{wildcards.extractor}-{wildcards.layer}"
+        if name not in sets:
+            raise ValueError(f"feature set {name!r} is not configured for {wildcards.dataset}; configured: {', '.join(sets)}")
+        return sets[name][key]
+
+    return get
+
+
+def train_feature_store(kind):
+    def get(wildcards):
+        train = dataset_config(wildcards.dataset)["train"]
+        ext = "npy" if kind == "npy" else "index.parquet"
+        return f"results/features/{wildcards.dataset}/{wildcards.extractor}-{wildcards.layer}/{train}.{ext}"
+
+    return get

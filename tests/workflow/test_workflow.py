@@ -1,0 +1,120 @@
+"""The workflow itself: lint, dry runs of the full config, config errors, and the smoke
+reproduction end to end on CPU (the grounded check: the image really carries information)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+MARGIN = 10.0  # BLEU by which NMT_SRC+IMG must beat text-only NMT on the grounded set
+
+
+def snakemake(*args, cwd=REPO, timeout=1500):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run(
+        [*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env,
+    )
+
+
+def test_lint_is_clean():
+    res = snakemake("--lint", "--configfile", "config/smoke.yaml")
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_dry_run_of_full_config_resolves_every_target(tmp_path):
+    res = snakemake("-n", "--directory", str(tmp_path), "--quiet", "rules", "results/tables/all.tsv")
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    for rule in ("fetch_multi30k", "fetch_multi30k_image_list", "generate_grounded", "tokenize", "learn_bpe",
+                 "apply_bpe", "build_vocab", "extract_features", "train_model", "translate", "score",
+                 "make_table", "gather_tables"):
+        assert rule in out, f"{rule} missing from the full plan:\n{out}"
+
+
+def test_unknown_config_key_stops_the_run_naming_it(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("decode:\n  beamsize: 3\n", encoding="utf-8")
+    res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
+    assert res.returncode != 0
+    assert "unknown config key 'decode.beamsize'" in res.stdout + res.stderr
+
+
+def test_wrong_type_stops_the_run_naming_the_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("decode:\n  beam_size: many\n", encoding="utf-8")
+    res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
+    assert res.returncode != 0
+    assert "decode.beam_size" in res.stdout + res.stderr
+
+
+def test_unknown_model_key_in_override_is_refused(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "papers:\n  doubly_attentive:\n    overrides:\n      systems:\n        nmt:\n"
+        "          model_config: {emb_dimm: 3}\n",
+        encoding="utf-8",
+    )
+    res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
+    assert res.returncode != 0
+    assert "emb_dimm" in res.stdout + res.stderr
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("smoke")
+    res = snakemake("--directory", str(workdir), "--configfile", str(REPO / "config" / "smoke.yaml"),
+                    "--cores", "2", "results/tables/all.tsv")
+    if res.returncode != 0:
+        logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in (workdir / "results" / "logs").rglob("*.log"))
+        pytest.fail(f"smoke run failed:\n{res.stdout[-5000:]}\n{res.stderr[-5000:]}\n{logs[-8000:]}")
+    yield workdir
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.mark.workflow
+def test_smoke_all_tsv_has_the_expected_rows(smoke_run):
+    table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
+    assert list(table.columns[:8]) == ["paper", "table", "system", "pair", "test_set", "condition", "metric", "ours"]
+    rows = set(zip(table.system, table.condition, table.metric))
+    for metric in ("bleu", "chrf3", "ter"):
+        assert ("nmt", "congruent", metric) in rows
+        assert ("nmt_src_img", "congruent", metric) in rows
+        assert ("nmt_src_img", "shuffled", metric) in rows
+    assert not ("nmt", "shuffled", "bleu") in rows  # text-only systems have no image to shuffle
+    assert set(table.paper) == {"doubly_attentive"} and set(table.table) == {"grounded"}
+    assert (table.paper_value == "").all()  # smoke rows carry no paper value
+    assert (table.n_seeds.astype(int) == 1).all()
+    assert table.signature.str.contains("version").all()
+
+
+@pytest.mark.workflow
+def test_smoke_image_model_beats_text_only_and_shuffling_removes_the_gain(smoke_run):
+    table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
+    bleu = {(r.system, r.condition): float(r.ours) for r in table[table.metric == "bleu"].itertuples()}
+    nmt, mmt, shuffled = bleu[("nmt", "congruent")], bleu[("nmt_src_img", "congruent")], bleu[("nmt_src_img", "shuffled")]
+    print(f"grounded BLEU: text-only {nmt:.2f}, NMT_SRC+IMG {mmt:.2f}, shuffled images {shuffled:.2f}")
+    assert mmt - nmt >= MARGIN
+    assert shuffled - nmt < 0.5 * (mmt - nmt)  # most of the gain is gone with the wrong images
+
+
+@pytest.mark.workflow
+def test_smoke_outputs_have_logs_benchmarks_and_curves(smoke_run):
+    results = smoke_run / "results"
+    assert any((results / "logs" / "train_model").rglob("*.log"))
+    assert any((results / "benchmarks" / "train_model").rglob("*.tsv"))
+    curves = list((results / "models").rglob("*.curve.tsv"))
+    assert len(curves) == 2
+    for curve in curves:
+        rows = curve.read_text().splitlines()
+        assert rows[0].startswith("epoch\tstep\ttrain_loss\tval_bleu") and len(rows) >= 2
+    store = pd.read_parquet(results / "features" / "grounded" / "resnet50-res4f" / "test.index.parquet")
+    assert len(store) == 300

@@ -1,0 +1,21 @@
+"""Rule extract_features: one split's image features into a float16 store."""
+
+from mmt_repro.features.store import extract_features
+from mmt_repro.runtime import run_step
+
+w = snakemake.wildcards
+run_step(
+    snakemake.log[0],
+    snakemake.threads,
+    extract_features,
+    image_list=snakemake.input.image_list,
+    image_dir=snakemake.params.image_dir,
+    out_npy=snakemake.output.npy,
+    out_index=snakemake.output.index,
+    extractor=w.extractor,
+    layer=w.layer,
+    weights=snakemake.params.weights,
+    image_size=snakemake.params.image_size,
+    batch_size=snakemake.params.batch_size,
+    device=snakemake.params.device,
+)
