@@ -97,6 +97,8 @@ _LOC = {
 
 # Sentence frames. English verb agreement follows the English noun phrase (which may be
 # vague); German and French agreement follow the true count.
+_RADIUS = (0.11, 0.20)  # object bounding-circle radius as a fraction of the image side
+
 FRAMES = ("there_is", "i_see", "picture_shows", "visible", "picture_with", "we_see")
 
 
@@ -237,9 +239,13 @@ def _split_rng(seed: int, split: str) -> np.random.Generator:
 
 
 def _place_objects(rng: np.random.Generator, count: int, size: int) -> list[tuple[float, float, float]]:
-    """Non-overlapping (cx, cy, r) circles bounding each object, inside the image."""
-    margin = 1.0
-    r_lo, r_hi = 0.085 * size, 0.16 * size
+    """Non-overlapping (cx, cy, r) circles bounding each object.
+
+    Objects stay inside the central ``224/256`` of the picture, the part that survives the
+    standard ImageNet resize-and-centre-crop preprocessing, so no object is cut by the crop.
+    """
+    margin = size * (1.0 - 224.0 / 256.0) / 2.0 + 1.0
+    r_lo, r_hi = _RADIUS[0] * size, _RADIUS[1] * size
     for attempt in range(200):
         shrink = 1.0 - 0.003 * attempt  # very rarely needed; keeps the loop bounded
         objs: list[tuple[float, float, float]] = []
@@ -302,7 +308,7 @@ def _render(ex: Example, rng: np.random.Generator, size: int) -> Image.Image:
         if ex.shape == "circle":
             draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=fill)
         elif ex.shape == "square":
-            h = r * 0.8  # half side: the square fits in the bounding circle with room to spare
+            h = r * 0.7071  # half side: the square is inscribed in the bounding circle
             draw.rectangle([cx - h, cy - h, cx + h, cy + h], fill=fill)
         else:  # upright equilateral triangle inscribed in the bounding circle
             pts = [(cx, cy - r), (cx - r * 0.866, cy + r * 0.5), (cx + r * 0.866, cy + r * 0.5)]
@@ -374,7 +380,8 @@ def generate_grounded(
                 vocab[lang].update(line.split())
             write_lines(out_dir / f"{split}.{lang}", lines)
         write_lines(out_dir / "image_splits" / f"{split}.txt", [ex.image for ex in examples])
-        label_lines = ["image\tcount\tcolour\tshape\thoriz\tvert\tframe\twith_location\thide_count\thide_colour\thide_shape"]
+        label_lines = ["\t".join(["image", "count", "colour", "shape", "horiz", "vert", "frame", "with_location",
+                                   "hide_count", "hide_colour", "hide_shape"])]
         for ex in examples:
             label_lines.append("\t".join([
                 ex.image, str(ex.count), ex.colour, ex.shape, ex.location[0] or "centre",
@@ -408,7 +415,9 @@ def _write_readme(path: Path, summary: dict) -> None:
 Purpose: check that the visual path of a multimodal translation model carries information.
 Each picture shows 1-3 identical shapes (same colour and shape; sizes and positions vary;
 objects never overlap) on a plain light background. Colours: {", ".join(COLOURS)}.
-Shapes: {", ".join(SHAPES)}. Counts: {", ".join(map(str, COUNTS))}.
+Shapes: {", ".join(SHAPES)}. Counts: {", ".join(map(str, COUNTS))}. Object bounding-circle radius
+{_RADIUS[0]:.2f}-{_RADIUS[1]:.2f} of the image side; objects stay inside the central 224/256 of
+the picture, the part kept by the usual ImageNet resize + centre-crop preprocessing.
 
 The German and French captions always state count, colour and shape with correct agreement
 ("ein roter kreis", "zwei rote kreise", "ein blaues dreieck"; "un cercle rouge", "deux cercles

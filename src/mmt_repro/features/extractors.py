@@ -38,7 +38,6 @@ Models run in eval mode under :func:`torch.inference_mode`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -80,7 +79,8 @@ class Extractor:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, layer={self.layer!r}, weights={self.weights_desc!r}, image_size={self.image_size})"
+        return (f"{type(self).__name__}(name={self.name!r}, layer={self.layer!r}, "
+                f"weights={self.weights_desc!r}, image_size={self.image_size})")
 
 
 def imagenet_preprocess(image: Image.Image, image_size: int) -> torch.Tensor:
@@ -187,7 +187,11 @@ def _build_resnet50(weights: str, seed: int):
         raise DataError(path, f"expected a state_dict, found {type(state).__name__}",
                         "save the weights with torch.save(model.state_dict(), path)")
     model = resnet50(weights=None)
-    result = model.load_state_dict(state, strict=False)
+    try:
+        result = model.load_state_dict(state, strict=False)
+    except RuntimeError as err:  # shape mismatches raise even with strict=False
+        raise DataError(path, f"not a torchvision ResNet-50 state_dict ({str(err).splitlines()[0]} ...)",
+                        "convert the checkpoint to torchvision's resnet50 key names and shapes") from err
     missing = [k for k in result.missing_keys if not k.startswith("fc.")]
     if missing or result.unexpected_keys:
         raise DataError(
@@ -219,10 +223,3 @@ def get_extractor(name: str, layer: str, weights: str = "imagenet", image_size: 
         raise ValueError(f"unknown layer {layer!r} for extractor {name!r}; valid layers: {', '.join(layers)}")
     return builder(layer=layer, weights=weights, image_size=image_size, seed=seed)
 
-
-def grid_side(n_locations: int) -> int:
-    """Side of a square grid with ``n_locations`` cells (raises if not square)."""
-    side = int(math.isqrt(n_locations))
-    if side * side != n_locations:
-        raise ValueError(f"{n_locations} locations do not form a square grid")
-    return side

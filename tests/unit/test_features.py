@@ -1,0 +1,222 @@
+"""Feature extractors and stores, with random-init weights at small image sizes (CPU, fast)."""
+
+from __future__ import annotations
+
+import urllib.error
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+from PIL import Image
+from torchvision.models import resnet50
+from torchvision.models.feature_extraction import create_feature_extractor
+
+from mmt_repro.data.grounded import generate_grounded
+from mmt_repro.features import extractors as ex_mod
+from mmt_repro.features.extractors import get_extractor
+from mmt_repro.features.store import FeatureStore, extract_features, standardize_store
+from mmt_repro.io import DataError, write_lines
+
+SIZE = 64
+
+
+@pytest.fixture(scope="module")
+def res4f():
+    return get_extractor("resnet50", "res4f", weights="random", image_size=SIZE, seed=0)
+
+
+@pytest.fixture(scope="module")
+def pool5():
+    return get_extractor("resnet50", "pool5", weights="random", image_size=SIZE, seed=0)
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("grounded")
+    generate_grounded(out, {"train": 10, "test": 4}, seed=3, langs=("en", "de"))
+    return out
+
+
+def _image(path: Path) -> Image.Image:
+    with Image.open(path) as im:
+        return im.convert("RGB")
+
+
+def test_output_shapes(res4f, pool5, images):
+    batch = torch.stack([res4f.preprocess(_image(images / "images" / f"train_{i:05d}.png")) for i in range(3)])
+    assert batch.shape == (3, 3, SIZE, SIZE)
+    assert res4f(batch).shape == (3, 16, 1024) and res4f.output_shape() == (16, 1024)
+    assert pool5(batch).shape == (3, 1, 2048) and pool5.output_shape() == (1, 2048)
+    assert res4f.output_shape(96) == (36, 1024)
+    assert res4f.output_shape(224) == (196, 1024)
+    assert res4f.weights_desc == "random-init seed 0"
+    assert not res4f.model.training
+
+
+def test_res4f_at_224_is_196x1024():
+    ext = get_extractor("resnet50", "res4f", weights="random", image_size=224)
+    img = Image.new("RGB", (300, 240), (200, 30, 30))
+    x = ext.preprocess(img)
+    assert x.shape == (3, 224, 224)
+    assert ext(x.unsqueeze(0)).shape == (1, 196, 1024)
+
+
+def test_parity_with_torchvision_forward(res4f, pool5, images):
+    """Our res4f/pool5 equal torchvision's layer3/avgpool on the same weights and input."""
+    ref = resnet50(weights=None)
+    ref.load_state_dict(res4f.model.state_dict())
+    ref.eval()
+    body = create_feature_extractor(ref, return_nodes={"layer3": "res4f", "avgpool": "pool5"})
+    x = torch.stack([res4f.preprocess(_image(images / "images" / f"test_{i:05d}.png")) for i in range(2)])
+    with torch.no_grad():
+        out = body(x)
+    grid = out["res4f"]  # (B, 1024, 4, 4)
+    expect_res4f = grid.permute(0, 2, 3, 1).reshape(2, -1, 1024)  # row-major over the grid
+    ours = res4f(x)
+    torch.testing.assert_close(ours, expect_res4f, rtol=1e-5, atol=1e-5)
+    # Row i*W + j is grid cell (i, j).
+    torch.testing.assert_close(ours[1, 1 * 4 + 2], grid[1, :, 1, 2], rtol=1e-5, atol=1e-5)
+    # pool5 uses the same random weights (same seed) and equals avgpool.
+    torch.testing.assert_close(pool5(x)[:, 0], out["pool5"].flatten(1), rtol=1e-5, atol=1e-5)
+
+
+def test_seed_and_local_weights(res4f, tmp_path):
+    x = torch.rand(1, 3, SIZE, SIZE)
+    state_before = torch.random.get_rng_state()
+    again = get_extractor("resnet50", "res4f", weights="random", image_size=SIZE, seed=0)
+    assert torch.equal(torch.random.get_rng_state(), state_before)  # global RNG untouched
+    torch.testing.assert_close(again(x), res4f(x), rtol=0, atol=0)
+    other = get_extractor("resnet50", "res4f", weights="random", image_size=SIZE, seed=1)
+    assert not torch.allclose(other(x), res4f(x))
+    path = tmp_path / "r50.pth"
+    state = {k: v for k, v in res4f.model.state_dict().items() if not k.startswith("fc.")}
+    torch.save(state, path)
+    local = get_extractor("resnet50", "res4f", weights=str(path), image_size=SIZE)
+    assert local.weights_desc == str(path)
+    torch.testing.assert_close(local(x), res4f(x), rtol=0, atol=0)
+    with pytest.raises(DataError, match="does not exist"):
+        get_extractor("resnet50", "res4f", weights=str(tmp_path / "nope.pth"))
+    torch.save({"conv1.weight": torch.zeros(1)}, tmp_path / "bad.pth")
+    with pytest.raises(DataError, match="not a torchvision ResNet-50"):
+        get_extractor("resnet50", "res4f", weights=str(tmp_path / "bad.pth"))
+
+
+def test_unknown_name_or_layer_lists_valid_ones():
+    with pytest.raises(ValueError, match="resnet50"):
+        get_extractor("vgg19", "res4f", weights="random")
+    with pytest.raises(ValueError, match="res4f.*pool5"):
+        get_extractor("resnet50", "conv5", weights="random")
+
+
+def test_imagenet_offline_raises_data_error(monkeypatch):
+    from torchvision.models import ResNet50_Weights
+
+    def offline(self, *args, **kwargs):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(type(ResNet50_Weights.IMAGENET1K_V1), "get_state_dict", offline)
+    with pytest.raises(DataError, match="IMAGENET1K_V1") as err:
+        get_extractor("resnet50", "res4f", weights="imagenet")
+    assert "pre-download" in str(err.value) and "local" in str(err.value)
+
+
+def _extract(images: Path, tmp_path: Path, listing: list[str], tag: str = "f", **kw) -> tuple[Path, Path, dict]:
+    lst = write_lines(tmp_path / f"{tag}.txt", listing)
+    npy, idx = tmp_path / f"{tag}.npy", tmp_path / f"{tag}.parquet"
+    logs: list[str] = []
+    info = extract_features(lst, images / "images", npy, idx, "resnet50", kw.pop("layer", "res4f"), "random", SIZE,
+                            batch_size=kw.pop("batch_size", 3), log=logs.append, **kw)
+    info["logs"] = logs
+    return npy, idx, info
+
+
+def test_store_round_trip(res4f, images, tmp_path):
+    names = [f"train_{i:05d}.png" for i in range(7)]
+    npy, idx, info = _extract(images, tmp_path, names)
+    assert info["shape"] == (7, 16, 1024) and info["weights_desc"] == "random-init seed 0"
+    assert any("random-init seed 0" in line for line in info["logs"])
+    assert any("images/s" in line for line in info["logs"])
+    raw = np.load(npy)
+    assert raw.dtype == np.float16 and raw.shape == (7, 16, 1024)
+    store = FeatureStore(npy, idx)
+    assert len(store) == 7 and store.shape == (7, 16, 1024)
+    assert store.meta["layer"] == "res4f" and store.meta["image_size"] == SIZE
+    assert store.meta["weights_desc"] == "random-init seed 0" and store.meta["shape"] == [7, 16, 1024]
+    table = pq.read_table(idx)
+    assert table.column_names == ["row", "image"] and table.column("image").to_pylist() == names
+    row = store[5]
+    assert row.dtype == np.float32 and row.shape == (16, 1024)
+    direct = res4f(res4f.preprocess(_image(images / "images" / names[5])).unsqueeze(0))[0].numpy()
+    # float16 storage: relative precision ~1e-3 (batch size changes the float32 sums slightly).
+    np.testing.assert_allclose(row, direct, rtol=2e-3, atol=2e-3)
+    assert store.rows_for([names[3], names[0]]) == [3, 0]
+    with pytest.raises(DataError, match="test_00000.png"):
+        store.rows_for([names[1], "test_00000.png"])
+    store.check_order(tmp_path / "f.txt")
+    write_lines(tmp_path / "swapped.txt", [names[0], names[2], names[1]] + names[3:])
+    with pytest.raises(DataError, match="row 1 holds 'train_00001.png'.*line 2.*'train_00002.png'"):
+        store.check_order(tmp_path / "swapped.txt")
+    write_lines(tmp_path / "short.txt", names[:4])
+    with pytest.raises(DataError, match="7 rows"):
+        store.check_order(tmp_path / "short.txt")
+
+
+def test_missing_and_unreadable_images_all_listed(images, tmp_path):
+    (images / "images" / "broken.png").write_bytes(b"not a png at all")
+    listing = ["train_00000.png", "gone_1.png", "broken.png", "train_00001.png", "gone_2.png"]
+    with pytest.raises(DataError) as err:
+        _extract(images, tmp_path, listing)
+    msg = str(err.value)
+    assert "3 missing or unreadable" in msg
+    for name in ("gone_1.png", "gone_2.png", "broken.png"):
+        assert name in msg
+    assert str(images / "images") in msg
+    assert not (tmp_path / "f.npy").exists() and not list(tmp_path.glob(".f.npy*"))
+
+
+def test_nan_features_rejected(images, tmp_path, monkeypatch):
+    real_call = ex_mod.ResNet50Extractor.__call__
+
+    def poisoned(self, batch):
+        out = real_call(self, batch).clone()
+        out[-1, 0, 0] = float("nan")
+        return out
+
+    monkeypatch.setattr(ex_mod.ResNet50Extractor, "__call__", poisoned)
+    with pytest.raises(DataError, match="NaN") as err:
+        _extract(images, tmp_path, [f"train_{i:05d}.png" for i in range(4)], batch_size=2)
+    assert "train_00001.png" in str(err.value) and "train_00003.png" in str(err.value)
+    assert not (tmp_path / "f.npy").exists() and not (tmp_path / "f.parquet").exists()
+    assert list(tmp_path.glob(".f.*")) == []
+
+
+def test_standardize_store(images, tmp_path):
+    tr_npy, tr_idx, _ = _extract(images, tmp_path, [f"train_{i:05d}.png" for i in range(10)], tag="tr", batch_size=5)
+    te_npy, te_idx, _ = _extract(images, tmp_path, [f"test_{i:05d}.png" for i in range(4)], tag="te", batch_size=5)
+    stats = tmp_path / "stats.npz"
+    standardize_store(tr_npy, tr_idx, tmp_path / "str.npy", tmp_path / "str.parquet", stats_out=stats)
+    out = FeatureStore(tmp_path / "str.npy", tmp_path / "str.parquet")
+    flat = np.asarray(out.array, dtype=np.float64).reshape(-1, 1024)
+    raw = np.load(tr_npy).astype(np.float64).reshape(-1, 1024)
+    live = raw.std(axis=0) > 1e-3
+    np.testing.assert_allclose(flat.mean(axis=0), 0, atol=5e-3)
+    np.testing.assert_allclose(flat.std(axis=0)[live], 1, atol=5e-3)
+    assert out.meta["standardized"]["n_vectors"] == 10 * 16 and out.meta["layer"] == "res4f"
+    assert out.images == FeatureStore(tr_npy, tr_idx).images
+    info = standardize_store(te_npy, te_idx, tmp_path / "ste.npy", tmp_path / "ste.parquet", stats_from=stats)
+    assert info["stats_from"] == str(stats)
+    with np.load(stats) as z:
+        mean, std = z["mean"], z["std"]
+    expect = (np.load(te_npy).astype(np.float64) - mean) / np.where(std < 1e-6, 1, std)
+    got = np.load(tmp_path / "ste.npy").astype(np.float64)
+    np.testing.assert_allclose(got, expect, rtol=2e-3, atol=2e-3)
+    # The training .npy itself can serve as stats_from (statistics computed on the fly).
+    standardize_store(te_npy, te_idx, tmp_path / "ste2.npy", tmp_path / "ste2.parquet", stats_from=tr_npy)
+    np.testing.assert_array_equal(np.load(tmp_path / "ste2.npy"), np.load(tmp_path / "ste.npy"))
+    pool_npy, pool_idx, _ = _extract(images, tmp_path, ["test_00000.png"], tag="p", layer="pool5")
+    with pytest.raises(DataError, match="2048"):
+        standardize_store(pool_npy, pool_idx, tmp_path / "x.npy", tmp_path / "x.parquet", stats_from=stats)
+    with pytest.raises(DataError, match="do not exist"):
+        standardize_store(te_npy, te_idx, tmp_path / "x.npy", tmp_path / "x.parquet", stats_from=tmp_path / "no.npz")
