@@ -12,12 +12,16 @@
 #   tables/{paper}/{table}.tsv and tables/all.tsv (+ all.parquet)
 # condition: congruent (each sentence with its image) | shuffled (images deranged).
 
+from pathlib import Path
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The full configuration, found next to this file whatever --directory is; files given with
+# --configfile (e.g. config/smoke.yaml) are merged on top of it.
+configfile: Path(workflow.basedir) / "config" / "config.yaml"
 
 
 include: "workflow/rules/common.smk"

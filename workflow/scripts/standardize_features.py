@@ -1,0 +1,15 @@
+"""Rule standardize_features: z-score each feature dimension with train-split statistics."""
+
+from mmt_repro.features.store import standardize_store
+from mmt_repro.runtime import run_step
+
+run_step(
+    snakemake.log[0],
+    snakemake.threads,
+    standardize_store,
+    in_npy=snakemake.input.npy,
+    in_index=snakemake.input.index,
+    out_npy=snakemake.output.npy,
+    out_index=snakemake.output.index,
+    stats_from=snakemake.input.train_npy,
+)
