@@ -10,6 +10,7 @@ from mmt_repro.models.registry import is_multimodal
 
 REPO = Path(workflow.basedir)
 LANGS = ["en", "de", "fr"]
+PUBLISHED = str(REPO / "config" / "published_results.tsv")  # the papers' numbers
 
 
 def repo_path(path):

@@ -4,7 +4,7 @@
 rule make_table:
     input:
         scores=table_score_files,
-        published="config/published_results.tsv",
+        published=PUBLISHED,
     output:
         "results/tables/{paper}/{table}.tsv",
     log:
