@@ -31,7 +31,7 @@ def test_lint_is_clean():
 
 
 def test_dry_run_of_full_config_resolves_every_target(tmp_path):
-    res = snakemake("-n", "--directory", str(tmp_path), "--quiet", "rules", "results/tables/all.tsv")
+    res = snakemake("results/tables/all.tsv", "-n", "--directory", str(tmp_path), "--quiet", "rules")
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     for rule in ("fetch_multi30k", "fetch_multi30k_image_list", "generate_grounded", "tokenize", "learn_bpe",
@@ -118,3 +118,34 @@ def test_smoke_outputs_have_logs_benchmarks_and_curves(smoke_run):
         assert rows[0].startswith("epoch\tstep\ttrain_loss\tval_bleu") and len(rows) >= 2
     store = pd.read_parquet(results / "features" / "grounded" / "resnet50-res4f" / "test.index.parquet")
     assert len(store) == 300
+
+
+def test_multi30k_from_the_mirror_through_the_dag_matches_the_official_tokenised_text(tmp_path):
+    shared = REPO.parent / "shared" / "datasets"
+    mirror, official = shared / "multi30k", shared / "multi30k-extra" / "task1" / "tok"
+    if not mirror.exists() or not official.exists():
+        pytest.skip(f"needs real Multi30k at {mirror} and {official} (../shared/datasets beside the repo)")
+    cfg = tmp_path / "mirror.yaml"
+    cfg.write_text(f"datasets:\n  multi30k:\n    mirror: {mirror}\n", encoding="utf-8")
+    targets = ["results/text/multi30k/val.lc.norm.tok.de", "results/data/multi30k/image_splits/test_2016_flickr.txt",
+               "results/data/multi30k/test_2016_flickr.en"]
+    res = snakemake(*targets, "--directory", str(tmp_path), "--configfile", str(cfg), "--cores", "2")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    ours = (tmp_path / targets[0]).read_text(encoding="utf-8").splitlines()
+    assert ours == (official / "val.lc.norm.tok.de").read_text(encoding="utf-8").splitlines()
+    assert len((tmp_path / targets[1]).read_text().splitlines()) == 1000
+    assert len((tmp_path / targets[2]).read_text().splitlines()) == 1000
+
+
+def test_request_only_images_fail_with_where_to_request_them(tmp_path):
+    shared = REPO.parent / "shared" / "datasets" / "multi30k"
+    if not shared.exists():
+        pytest.skip(f"needs real Multi30k at {shared}")
+    cfg = tmp_path / "mirror.yaml"
+    cfg.write_text(f"datasets:\n  multi30k:\n    mirror: {shared}\n", encoding="utf-8")
+    res = snakemake("results/features/multi30k/resnet50-res4f/val.npy", "--directory", str(tmp_path),
+                    "--configfile", str(cfg), "--cores", "1")
+    assert res.returncode != 0
+    out = res.stdout + res.stderr
+    assert "Flickr30k images are request-only" in out and "datasets.multi30k.images" in out
+    assert (tmp_path / "results/data/multi30k/image_splits/val.txt").exists()  # built inputs are kept

@@ -19,6 +19,14 @@ def repo_path(path):
     return path if path.is_absolute() else REPO / path
 
 
+def config_path(*keys):
+    """A path from the config (None when unset), resolved against the repository."""
+    value = config
+    for key in keys:
+        value = (value or {}).get(key)
+    return str(repo_path(value)) if value else None
+
+
 try:
     validate_config(config, REPO / "config" / "schema.yaml")
     SETTINGS = {
@@ -256,7 +264,20 @@ def image_dir(wildcards):
     cfg = dataset_config(wildcards.dataset)
     if cfg["source"] == "grounded":
         return f"results/data/{wildcards.dataset}/images"
-    return cfg.get("images")
+    return config_path("datasets", wildcards.dataset, "images") or ""
+
+
+REQUEST_ONLY_IMAGES = {
+    "multi30k": "Flickr30k images are request-only: request them at "
+    "https://shannon.cs.illinois.edu/DenotationGraph/ (the MSCOCO test images come from "
+    "https://cocodataset.org), put them in one folder and set datasets.multi30k.images to it",
+}
+
+
+def missing_images_fix(wildcards):
+    return REQUEST_ONLY_IMAGES.get(
+        wildcards.dataset, f"set datasets.{wildcards.dataset}.images to the folder holding the images"
+    )
 
 
 def feature_param(key):

@@ -32,7 +32,7 @@ rule fetch_multi30k:
     output:
         "results/data/multi30k/{split}.{lang}",
     params:
-        mirror=config["datasets"].get("multi30k", {}).get("mirror"),
+        mirror=config_path("datasets", "multi30k", "mirror"),
         url=config["datasets"].get("multi30k", {}).get("url"),
     log:
         "results/logs/fetch_multi30k/{split}.{lang}.log",
@@ -49,7 +49,7 @@ rule fetch_multi30k_image_list:
     output:
         "results/data/multi30k/image_splits/{split}.txt",
     params:
-        mirror=config["datasets"].get("multi30k", {}).get("mirror"),
+        mirror=config_path("datasets", "multi30k", "mirror"),
         url=config["datasets"].get("multi30k", {}).get("url"),
     log:
         "results/logs/fetch_multi30k_image_list/{split}.log",

@@ -9,6 +9,7 @@ rule extract_features:
         index="results/features/{dataset}/{extractor}-{layer}/{split}.index.parquet",
     params:
         image_dir=image_dir,
+        missing_dir_fix=missing_images_fix,
         weights=feature_param("weights"),
         image_size=feature_param("image_size"),
         batch_size=32,

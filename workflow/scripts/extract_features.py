@@ -10,6 +10,7 @@ run_step(
     extract_features,
     image_list=snakemake.input.image_list,
     image_dir=snakemake.params.image_dir,
+    missing_dir_fix=snakemake.params.missing_dir_fix,
     out_npy=snakemake.output.npy,
     out_index=snakemake.output.index,
     extractor=w.extractor,

@@ -19,6 +19,7 @@ over a store -- the training split's -- and applied to any store with the same l
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -28,6 +29,8 @@ import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 
 from mmt_repro.io import DataError, atomic_path, read_lines
+
+_log = logging.getLogger(__name__)
 
 META_KEY = b"mmt_repro"
 FLOAT16_MAX = float(np.finfo(np.float16).max)
@@ -93,7 +96,8 @@ def extract_features(
     batch_size: int = 32,
     seed: int = 0,
     device: str = "auto",
-    log=print,
+    log=_log.info,
+    missing_dir_fix: str = "set the dataset's image folder in the config",
 ) -> dict:
     """Extract features of every image in ``image_list`` (one file name per line, relative to
     ``image_dir``) into ``out_npy`` (float16, (N, L, D)) and ``out_index`` (Parquet).
@@ -106,6 +110,8 @@ def extract_features(
 
     from mmt_repro.features.extractors import get_extractor
 
+    if not image_dir:
+        raise DataError(image_list, "no image folder is configured for these images", missing_dir_fix)
     image_list, image_dir = Path(image_list), Path(image_dir)
     out_npy, out_index = Path(out_npy), Path(out_index)
     names = _read_image_list(image_list)
