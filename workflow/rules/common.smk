@@ -115,9 +115,11 @@ def bpe_text(paper, dataset, pair, split, lang):
     return f"results/text/{paper}/{dataset}.{pair}/{split}.{text_chain(paper)}.bpe.{lang}"
 
 
-def table_scores(paper, table):
+def table_runs(paper, table):
+    """(system, test_set, seed, condition) of every run a table needs; the shuffled-image
+    condition exists only for multimodal systems."""
     t = config["papers"][paper]["tables"][table]
-    out = []
+    runs = []
     for system in t["systems"]:
         conditions = ["congruent"]
         if t.get("shuffled_images") and multimodal(paper, system):
@@ -125,11 +127,17 @@ def table_scores(paper, table):
         for test_set in t["test_sets"]:
             for seed in t["seeds"]:
                 for condition in conditions:
-                    out.append(
-                        f"results/scores/{paper}/{system}/{t['dataset']}.{test_set}.{t['pair']}"
-                        f".seed{seed}.{condition}.json"
-                    )
-    return out
+                    runs.append((system, test_set, seed, condition))
+    return runs
+
+
+def run_stem(paper, table, system, test_set, seed, condition):
+    t = config["papers"][paper]["tables"][table]
+    return f"{paper}/{system}/{t['dataset']}.{test_set}.{t['pair']}.seed{seed}.{condition}"
+
+
+def table_scores(paper, table):
+    return [f"results/scores/{run_stem(paper, table, *run)}.json" for run in table_runs(paper, table)]
 
 
 def all_tables():
@@ -298,3 +306,49 @@ def train_feature_store(kind):
         return f"results/features/{wildcards.dataset}/{wildcards.extractor}-{wildcards.layer}/{train}.{ext}"
 
     return get
+
+
+def table_config(wildcards):
+    return config["papers"][wildcards.paper]["tables"][wildcards.table]
+
+
+def table_config(wildcards):
+    return config["papers"][wildcards.paper]["tables"][wildcards.table]
+
+
+def significance_translation_map(wildcards):
+    """``"system|test_set|condition|seed"`` -> translation file, for every run of the table."""
+    return {
+        f"{system}|{test_set}|{condition}|{seed}": f"results/translations/{run_stem(wildcards.paper, wildcards.table, system, test_set, seed, condition)}.txt"
+        for system, test_set, seed, condition in table_runs(wildcards.paper, wildcards.table)
+    }
+
+
+def significance_translations(wildcards):
+    return sorted(significance_translation_map(wildcards).values())
+
+
+def significance_reference_map(wildcards):
+    t = table_config(wildcards)
+    tgt = t["pair"].split("-")[1]
+    return {
+        test_set: f"results/text/{t['dataset']}/{test_set}.{text_chain(wildcards.paper)}.{tgt}"
+        for test_set in t["test_sets"]
+    }
+
+
+def significance_references(wildcards):
+    return sorted(significance_reference_map(wildcards).values())
+
+
+def table_baseline(wildcards):
+    t = table_config(wildcards)
+    return t.get("baseline", t["systems"][0])
+
+
+def table_pair(wildcards):
+    return table_config(wildcards)["pair"]
+
+
+def significance_metrics(wildcards):
+    return [m for m in config["scoring"]["metrics"] if m in ("bleu", "ter", "meteor")]

@@ -1,10 +1,35 @@
 # Tables: one per paper and table, our numbers beside the paper's; all.tsv gathers them.
 
 
+rule test_significance:
+    input:
+        translations=significance_translations,
+        references=significance_references,
+    output:
+        "results/significance/{paper}/{table}.json",
+    params:
+        translations=significance_translation_map,
+        references=significance_reference_map,
+        baseline=table_baseline,
+        pair=table_pair,
+        metrics=significance_metrics,
+        n_samples=1000,
+        tokenize=config["scoring"]["tokenize"],
+    log:
+        "results/logs/test_significance/{paper}/{table}.log",
+    benchmark:
+        "results/benchmarks/test_significance/{paper}/{table}.tsv"
+    conda:
+        "../../envs/eval.yaml"
+    script:
+        "../scripts/test_significance.py"
+
+
 rule make_table:
     input:
         scores=table_score_files,
         published=PUBLISHED,
+        significance="results/significance/{paper}/{table}.json",
     output:
         "results/tables/{paper}/{table}.tsv",
     log:

@@ -388,3 +388,19 @@ def format_table(df: pd.DataFrame) -> str:
             lines.append("  ".join(cells).rstrip())
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def make_table_from_files(
+    score_jsons: list[Path],
+    paper: str,
+    table: str,
+    published: Path,
+    out_tsv: Path,
+    significance_json: Path | None = None,
+    unavailable: list[dict] | None = None,
+) -> pd.DataFrame:
+    """:func:`make_table` with the p-values read from the significance rule's JSON."""
+    significance = None
+    if significance_json:
+        significance = json.loads(Path(significance_json).read_text(encoding="utf-8"))
+    return make_table(score_jsons, paper, table, published, out_tsv, unavailable=unavailable, significance=significance)

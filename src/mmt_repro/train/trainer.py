@@ -160,11 +160,14 @@ def train(
     train_features=None,
     val_features=None,
     device: str = "auto",
+    init_checkpoint: Path | None = None,
 ) -> dict:
     """Train ``model_name`` and write ``best_checkpoint`` (best validation BLEU), the resumable
     ``last_checkpoint`` and the ``curve`` TSV. ``*_features`` are feature stores (objects with
     ``len`` and ``[row] -> (L, D)``) or None for text-only models. ``val_ref`` is the validation
-    reference in the scoring tokenisation (BPE merged). Returns a summary dict."""
+    reference in the scoring tokenisation (BPE merged). ``init_checkpoint``: start from the
+    weights of a pre-trained checkpoint of the same model and vocabularies (fine-tuning; the
+    optimiser starts afresh). Returns a summary dict."""
     cfg = make_train_config(train_config)
     dev = pick_device(device)
     torch.manual_seed(cfg.seed)
@@ -183,6 +186,19 @@ def train(
     vocab_info = {"src": sv.fingerprint(), "tgt": tv.fingerprint(), "src_size": len(sv), "tgt_size": len(tv)}
     configs = {"model": dataclasses.asdict(model.config), "train": dataclasses.asdict(cfg)}
     progress = {"epoch": 1, "batch_in_epoch": 0, "step": 0, "best_bleu": -1.0, "bad_epochs": 0, "history": [], "done": False}
+
+    if init_checkpoint is not None:
+        init = read_checkpoint(init_checkpoint)
+        if init["model"] != model_name or init["vocab"] != vocab_info:
+            raise DataError(
+                init_checkpoint,
+                f"pre-trained checkpoint holds {init['model']} with vocabulary {init['vocab']}, "
+                f"fine-tuning needs {model_name} with {vocab_info}",
+                "pre-train with the same model and the vocabularies of the fine-tuning data",
+            )
+        model.load_state_dict(init["weights"])
+        configs["init_checkpoint"] = str(init_checkpoint)
+        log.info("fine-tuning from %s (pre-trained for %s steps)", init_checkpoint, init["progress"].get("step"))
 
     last_checkpoint = Path(last_checkpoint)
     if last_checkpoint.exists():

@@ -1,0 +1,18 @@
+"""Rule test_significance: p-values of each system against the table's baseline."""
+
+from mmt_repro.runtime import run_step
+from mmt_repro.tables.significance import table_significance
+
+run_step(
+    snakemake.log[0],
+    snakemake.threads,
+    table_significance,
+    translations=dict(snakemake.params.translations),
+    references=dict(snakemake.params.references),
+    baseline=snakemake.params.baseline,
+    pair=snakemake.params.pair,
+    out_json=snakemake.output[0],
+    metrics=tuple(snakemake.params.metrics),
+    n_samples=snakemake.params.n_samples,
+    tokenize=snakemake.params.tokenize,
+)
