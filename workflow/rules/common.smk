@@ -352,3 +352,7 @@ def table_pair(wildcards):
 
 def significance_metrics(wildcards):
     return [m for m in config["scoring"]["metrics"] if m in ("bleu", "ter", "meteor")]
+
+
+def table_note(wildcards):
+    return table_config(wildcards).get("note", "")

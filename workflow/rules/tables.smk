@@ -32,6 +32,8 @@ rule make_table:
         significance="results/significance/{paper}/{table}.json",
     output:
         "results/tables/{paper}/{table}.tsv",
+    params:
+        note=table_note,
     log:
         "results/logs/make_table/{paper}/{table}.log",
     benchmark:

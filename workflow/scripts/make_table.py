@@ -13,4 +13,5 @@ run_step(
     published=snakemake.input.published,
     out_tsv=snakemake.output[0],
     significance_json=snakemake.input.significance,
+    note=snakemake.params.note,
 )

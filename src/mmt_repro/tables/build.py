@@ -174,8 +174,11 @@ def make_table(
     out_tsv: Path,
     unavailable: list[dict] | None = None,
     significance: dict | None = None,
+    note: str = "",
 ) -> pd.DataFrame:
     """Average score JSONs over seeds, join the published values, write ``out_tsv``.
+
+    ``note``: a caveat of this run (e.g. a scaled-down model) put on every row we produced.
 
     ``unavailable``: rows we cannot produce, each ``{system, pair, test_set, metric, reason}``
     (optional ``condition``, default ``congruent``); they appear with empty ``ours`` and the
@@ -213,7 +216,7 @@ def make_table(
             "ours_std": None if std is None else _round2(std),
             "n_seeds": n,
             "signature": sigs[0],
-            "note": "",
+            "note": note,
         }
 
     for item in unavailable or []:
@@ -398,9 +401,12 @@ def make_table_from_files(
     out_tsv: Path,
     significance_json: Path | None = None,
     unavailable: list[dict] | None = None,
+    note: str = "",
 ) -> pd.DataFrame:
     """:func:`make_table` with the p-values read from the significance rule's JSON."""
     significance = None
     if significance_json:
         significance = json.loads(Path(significance_json).read_text(encoding="utf-8"))
-    return make_table(score_jsons, paper, table, published, out_tsv, unavailable=unavailable, significance=significance)
+    return make_table(
+        score_jsons, paper, table, published, out_tsv, unavailable=unavailable, significance=significance, note=note
+    )
