@@ -96,9 +96,12 @@ def paper_settings(paper_file: str | Path, overrides: dict | None = None) -> dic
         if name not in load_yaml(paper_file).get("systems", {}):
             raise ConfigError(f"override for unknown system '{name}'; systems in {paper_file}: {', '.join(sorted(load_yaml(paper_file).get('systems', {})))}")
     for name, block in systems.items():
-        bad = sorted(set(block) - {"model", "model_config", "train", "description"})
+        valid = {"model", "model_config", "train", "description", "corpus", "init_from"}
+        bad = sorted(set(block) - valid)
         if bad:
-            raise ConfigError(f"{paper_file}: system '{name}' has unknown key(s) {bad}; valid: model, model_config, train, description")
+            raise ConfigError(f"{paper_file}: system '{name}' has unknown key(s) {bad}; valid: {', '.join(sorted(valid))}")
+        if block.get("init_from") and block["init_from"] not in systems:
+            raise ConfigError(f"{paper_file}: system '{name}' is initialised from unknown system '{block['init_from']}'")
         try:
             make_config(block["model"], block.get("model_config"))
             make_train_config(block.get("train"))

@@ -37,6 +37,24 @@ except (ConfigError, DataError) as err:
     sys.exit(f"mmt-repro: {err}")
 
 
+GROUNDED_SPLITS = ["train", "val", "test"]
+MULTI30K_SPLITS = "train|val|test_2016_flickr|test_2017_flickr|test_2017_mscoco"
+COMPARABLE_PER_IMAGE = config["backtranslation"]["descriptions"]
+
+
+def datasets_of(source):
+    """A wildcard pattern matching the configured datasets of one source."""
+    names = [name for name, cfg in config["datasets"].items() if cfg["source"] == source]
+    return "|".join(names) if names else "(?!)"
+
+
+def dataset_value(key):
+    def get(wildcards):
+        return dataset_config(wildcards.dataset)[key]
+
+    return get
+
+
 wildcard_constraints:
     dataset="[a-z0-9_]+",
     split="[a-z0-9_]+",
@@ -176,25 +194,68 @@ def gpu_count(wildcards):
 
 
 def training_inputs(wildcards):
+    """Training corpus (the dataset's train split, the back-translated corpus or a pre-training
+    corpus), validation data, vocabularies, features and, for fine-tuning, the pre-trained model."""
     paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
     src, tgt = pair.split("-")
     cfg = dataset_config(ds)
     train, val = cfg["train"], cfg["val"]
+    settings = system_settings(paper, wildcards.system)
+    corpus = settings.get("corpus", "train")
+    if corpus == "train":
+        train_src, train_tgt = bpe_text(paper, ds, pair, train, src), bpe_text(paper, ds, pair, train, tgt)
+    elif corpus == "backtranslated":
+        stem = f"results/backtranslation/{paper}/{ds}.{pair}"
+        train_src, train_tgt = f"{stem}/synthetic.src", f"{stem}/synthetic.tgt"
+    else:
+        stem = f"results/text/{paper}/{ds}.{pair}/corpus_{corpus}.{text_chain(paper)}.bpe"
+        train_src, train_tgt = f"{stem}.{src}", f"{stem}.{tgt}"
     inputs = {
-        "train_src": bpe_text(paper, ds, pair, train, src),
-        "train_tgt": bpe_text(paper, ds, pair, train, tgt),
+        "train_src": train_src,
+        "train_tgt": train_tgt,
         "val_src": bpe_text(paper, ds, pair, val, src),
         "val_tgt": bpe_text(paper, ds, pair, val, tgt),
         "val_ref": f"results/text/{ds}/{val}.{text_chain(paper)}.{tgt}",
         "src_vocab": f"results/vocab/{paper}/{ds}.{pair}.{src}.json",
         "tgt_vocab": f"results/vocab/{paper}/{ds}.{pair}.{tgt}.json",
     }
+    if settings.get("init_from"):
+        inputs["init"] = f"results/models/{paper}/{settings['init_from']}/{ds}.{pair}.seed{wildcards.seed}.best.pt"
     if multimodal(paper, wildcards.system):
+        if corpus not in ("train", "backtranslated"):
+            raise ValueError(f"{paper}.{wildcards.system}: corpus {corpus!r} has no images for a multimodal model")
         feats = paper_features(paper, ds)
         for split, key in ((train, "train"), (val, "val")):
             files = feature_files(ds, feats, split)
             inputs[f"{key}_npy"], inputs[f"{key}_index"] = files["npy"], files["index"]
+        if corpus == "backtranslated":
+            inputs["train_image_list"] = f"results/backtranslation/{paper}/{ds}.{pair}/images.txt"
     return inputs
+
+
+def backtranslation_inputs(wildcards):
+    """The reverse model's translations of the k comparable target files, the real target side
+    with BPE, the images each line describes, and the BPE codes of the pair."""
+    paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
+    src, tgt = pair.split("-")
+    bt = config["backtranslation"]
+    ks = range(1, COMPARABLE_PER_IMAGE + 1)
+    return {
+        "synthetic": [
+            f"results/translations/{paper}/{bt['reverse_system']}/{ds}.train_c{k}.{tgt}-{src}.seed{bt['seed']}.congruent.txt"
+            for k in ks
+        ],
+        "targets": [bpe_text(paper, ds, pair, f"train_c{k}", tgt) for k in ks],
+        "image_lists": [f"results/data/{ds}/image_splits/train_c{k}.txt" for k in ks],
+        "codes": f"results/text/{paper}/{ds}.{pair}/bpe.codes",
+    }
+
+
+def decode_beam_size(wildcards):
+    """Back-translation decodes with its own beam; everything else with decode.beam_size."""
+    if wildcards.system == config["backtranslation"]["reverse_system"]:
+        return config["backtranslation"]["beam_size"]
+    return config["decode"]["beam_size"]
 
 
 def train_model_name(wildcards):
@@ -342,8 +403,10 @@ def significance_references(wildcards):
 
 
 def table_baseline(wildcards):
+    """One baseline system, or a map system -> baseline (as a plain dict for the script)."""
     t = table_config(wildcards)
-    return t.get("baseline", t["systems"][0])
+    baseline = t.get("baseline", t["systems"][0])
+    return dict(baseline) if isinstance(baseline, dict) else baseline
 
 
 def table_pair(wildcards):
@@ -356,3 +419,7 @@ def significance_metrics(wildcards):
 
 def table_note(wildcards):
     return table_config(wildcards).get("note", "")
+
+
+def table_unavailable(wildcards):
+    return dict(table_config(wildcards).get("unavailable", {}))

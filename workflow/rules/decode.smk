@@ -7,7 +7,7 @@ rule translate:
     output:
         "results/translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt",
     params:
-        beam_size=config["decode"]["beam_size"],
+        beam_size=decode_beam_size,
         alpha=config["decode"]["alpha"],
         max_len=config["decode"]["max_len"],
         batch_size=config["decode"]["batch_size"],

@@ -34,6 +34,7 @@ rule make_table:
         "results/tables/{paper}/{table}.tsv",
     params:
         note=table_note,
+        unavailable=table_unavailable,
     log:
         "results/logs/make_table/{paper}/{table}.log",
     benchmark:

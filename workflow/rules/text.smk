@@ -66,3 +66,22 @@ rule build_vocab:
         "../../envs/text.yaml"
     script:
         "../scripts/build_vocab.py"
+
+
+rule apply_bpe_corpus:
+    input:
+        codes="results/text/{paper}/{dataset}.{pair}/bpe.codes",
+        text="results/text/{corpus}/train.{chain}.{lang}",
+    output:
+        "results/text/{paper}/{dataset}.{pair}/corpus_{corpus}.{chain}.bpe.{lang}",
+    log:
+        "results/logs/apply_bpe_corpus/{paper}/{dataset}.{pair}/{corpus}.{chain}.{lang}.log",
+    benchmark:
+        "results/benchmarks/apply_bpe_corpus/{paper}/{dataset}.{pair}/{corpus}.{chain}.{lang}.tsv"
+    conda:
+        "../../envs/text.yaml"
+    script:
+        "../scripts/apply_bpe.py"
+
+
+ruleorder: apply_bpe_corpus > apply_bpe

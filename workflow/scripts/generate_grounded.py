@@ -1,4 +1,4 @@
-"""Rule generate_grounded: the grounded synthetic smoke set (images + en/de/fr captions)."""
+"""Rule generate_grounded: a grounded synthetic set (images + en/de/fr captions)."""
 
 from pathlib import Path
 

@@ -14,4 +14,5 @@ run_step(
     out_tsv=snakemake.output[0],
     significance_json=snakemake.input.significance,
     note=snakemake.params.note,
+    unavailable_systems=dict(snakemake.params.unavailable),
 )

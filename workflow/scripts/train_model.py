@@ -24,4 +24,6 @@ run_step(
     train_features=(inp.get("train_npy"), inp.get("train_index")),
     val_features=(inp.get("val_npy"), inp.get("val_index")),
     device=snakemake.params.device,
+    init_checkpoint=inp.get("init"),
+    train_image_list=inp.get("train_image_list"),
 )

@@ -39,6 +39,7 @@ class ParallelData:
         features=None,
         max_len: int | None = None,
         shuffle_images_seed: int | None = None,
+        image_list: Path | None = None,
     ):
         src_lines = read_lines(src_path)
         # An empty source line (refused earlier by the corpus checks) decodes as a lone <unk>.
@@ -54,16 +55,26 @@ class ParallelData:
                 )
             self.tgt = [tgt_vocab.encode(line.split()) for line in tgt_lines]
         self.features = features
-        if features is not None and len(features) != len(self.src):
+        # Sentence i reads store row i, unless an image list names each sentence's image
+        # (several sentences per image, e.g. back-translated comparable descriptions).
+        self.image_rows = np.arange(len(self.src))
+        if features is not None and image_list is not None:
+            names = read_lines(image_list)
+            if len(names) != len(self.src):
+                raise DataError(
+                    image_list, f"names {len(names)} images for {len(self.src)} sentences of {src_path}",
+                    "the image list needs one image name per sentence",
+                )
+            self.image_rows = np.asarray(features.rows_for(names))
+        elif features is not None and len(features) != len(self.src):
             raise DataError(
                 getattr(features, "npy", None),
                 f"feature store has {len(features)} rows but {src_path} has {len(self.src)} sentences",
                 "rebuild the features for this split (its image list must have one image per sentence)",
             )
         # Optional adversarial condition: each sentence gets another sentence's image.
-        self.image_rows = np.arange(len(self.src))
         if shuffle_images_seed is not None:
-            self.image_rows = derangement(len(self.src), shuffle_images_seed)
+            self.image_rows = self.image_rows[derangement(len(self.src), shuffle_images_seed)]
         self.indices = list(range(len(self.src)))
         if max_len is not None:  # drop training pairs over max_len tokens on either side
             self.indices = [

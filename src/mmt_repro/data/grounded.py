@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from mmt_repro.io import DataError, atomic_path, atomic_write, write_lines
+from mmt_repro.io import DataError, atomic_path, atomic_write, read_lines, write_lines
 
 COLOURS = ("red", "green", "blue", "yellow")
 SHAPES = ("circle", "square", "triangle")
@@ -443,3 +443,57 @@ The files are a pure function of the settings above: the same settings give byte
 """
     with atomic_write(path) as fh:
         fh.write(text)
+
+
+def generate_comparable(
+    data_dir: Path,
+    split: str = "train",
+    per_image: int = 5,
+    seed: int = 1,
+    langs=("en", "de"),
+    hide_prob: float = 0.5,
+) -> dict:
+    """Comparable descriptions of an existing split, in the layout of Multi30k task 2 (M30k_C).
+
+    For every image of ``data_dir/labels/{split}.tsv`` and each ``k`` in ``1..per_image``, one new
+    caption per language is drawn independently (fresh sentence frame, location phrase and,
+    for English, fresh hiding), so the k-th English and German files describe the same images
+    but are not translations of each other. Writes ``{split}_c{k}.{lang}`` and
+    ``image_splits/{split}_c{k}.txt`` under ``data_dir``; deterministic from ``seed``."""
+    data_dir = Path(data_dir)
+    labels_path = data_dir / "labels" / f"{split}.tsv"
+    rows = [line.split("\t") for line in read_lines(labels_path)]
+    if not rows or rows[0][:4] != ["image", "count", "colour", "shape"]:
+        raise DataError(labels_path, "not a grounded label file", "re-run generate_grounded")
+    header, rows = rows[0], rows[1:]
+    col = {name: i for i, name in enumerate(header)}
+    for lang in langs:
+        if lang not in SUPPORTED_LANGS:
+            raise ValueError(f"unsupported language {lang!r}; supported: {', '.join(SUPPORTED_LANGS)}")
+    for k in range(1, per_image + 1):
+        rng = np.random.default_rng([int(seed), k, zlib.crc32(f"comparable:{split}".encode("utf-8"))])
+        captions: dict[str, list[str]] = {lang: [] for lang in langs}
+        for row in rows:
+            horiz = None if row[col["horiz"]] == "centre" else row[col["horiz"]]
+            vert = None if row[col["vert"]] == "middle" else row[col["vert"]]
+            per_lang = {}
+            for lang in langs:  # independent draws per language: comparable, not parallel
+                hides = rng.random(3) < hide_prob
+                ex = Example(
+                    image=row[col["image"]], count=int(row[col["count"]]), colour=row[col["colour"]],
+                    shape=row[col["shape"]], location=(horiz, vert),
+                    frame=FRAMES[rng.integers(len(FRAMES))], with_location=bool(rng.random() < 0.5),
+                    hide_count=bool(hides[0]), hide_colour=bool(hides[1]), hide_shape=bool(hides[2]),
+                    en_vague_noun=_EN_VAGUE_NOUNS[rng.integers(len(_EN_VAGUE_NOUNS))],
+                    en_vague_det=("some", "one or more", "", "something")[rng.integers(4)],
+                    en_colour_filler="coloured" if rng.random() < 0.3 else "",
+                    en_singular_article="one" if rng.random() < 0.2 else "a",
+                    objects=(),
+                )
+                per_lang[lang] = caption(ex, lang)
+            for lang in langs:
+                captions[lang].append(per_lang[lang])
+        for lang in langs:
+            write_lines(data_dir / f"{split}_c{k}.{lang}", captions[lang])
+        write_lines(data_dir / "image_splits" / f"{split}_c{k}.txt", [row[col["image"]] for row in rows])
+    return {"split": split, "per_image": per_image, "images": len(rows), "langs": list(langs)}

@@ -67,7 +67,7 @@ def _check_lang(split: str, lang: str) -> None:
 
 
 def _check_count(where: str | Path, lines: list[str], split: str) -> None:
-    expected = SPLIT_SIZES[split]
+    expected = SPLIT_SIZES[split] if split in SPLIT_SIZES else COMPARABLE_SIZES[split]
     if len(lines) != expected:
         raise DataError(
             where,
@@ -120,13 +120,16 @@ def _download(url: str, tmp_dir: Path, name: str) -> list[str]:
         ) from err
 
 
-def _fetch(rel: str, split: str, out: Path, mirror: str | Path | None, base_url: str) -> Path:
+def _fetch(rel: str, split: str, out: Path, mirror: str | Path | None, base_url: str, task: str = "task1") -> Path:
     out = Path(out)
     if mirror is not None and str(mirror) != "":  # an empty config value means "no mirror"
-        lines = _from_mirror(mirror, f"task1/{rel}")
-        _check_count(Path(mirror) / "task1" / rel, lines, split)
+        lines = _from_mirror(mirror, f"{task}/{rel}")
+        _check_count(Path(mirror) / task / rel, lines, split)
     else:
-        url = f"{base_url.rstrip('/')}/{rel}"
+        base = base_url.rstrip("/")
+        if task != "task1":  # the configured URL points at task1; task2 sits beside it
+            base = base[: -len("task1")] + task if base.endswith("task1") else f"{base}/../{task}"
+        url = f"{base}/{rel}"
         out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.parent) as tmp_dir:
             lines = _download(url, Path(tmp_dir), Path(rel).name)
@@ -166,6 +169,38 @@ def fetch_multi30k_image_list(
     return _fetch(f"image_splits/{split}.txt", split, out, mirror, base_url)
 
 
+# Task 2 ("M30k_C"): five independent English and five German descriptions per training image.
+COMPARABLE_SIZES = {"train": 29000, "val": 1014}
+COMPARABLE_PER_IMAGE = 5
+
+
+def fetch_multi30k_comparable(
+    k: int,
+    lang: str,
+    out: Path,
+    split: str = "train",
+    mirror: str | Path | None = None,
+    base_url: str = OFFICIAL_URL,
+) -> Path:
+    """Write the ``k``-th (1-5) comparable description of every ``split`` image of Multi30k
+    task 2 in ``lang`` (en or de) to ``out``; line i describes image i of
+    ``task2/image_splits/{split}_images.txt``. Same sources and checks as :func:`fetch_multi30k`."""
+    if split not in COMPARABLE_SIZES:
+        raise DataError(None, f"unknown Multi30k task 2 split {split!r}", f"use one of {sorted(COMPARABLE_SIZES)}")
+    if lang not in ("en", "de") or not 1 <= int(k) <= COMPARABLE_PER_IMAGE:
+        raise DataError(None, f"Multi30k task 2 has en/de descriptions 1-5, not {lang!r} {k!r}", "use lang en or de, k 1-5")
+    return _fetch(f"raw/{split}.{int(k)}.{lang}.gz", split, out, mirror, base_url, task="task2")
+
+
+def fetch_multi30k_comparable_image_list(
+    out: Path, split: str = "train", mirror: str | Path | None = None, base_url: str = OFFICIAL_URL
+) -> Path:
+    """The image names of Multi30k task 2 ``split`` (``task2/image_splits/{split}_images.txt``)."""
+    if split not in COMPARABLE_SIZES:
+        raise DataError(None, f"unknown Multi30k task 2 split {split!r}", f"use one of {sorted(COMPARABLE_SIZES)}")
+    return _fetch(f"image_splits/{split}_images.txt", split, out, mirror, base_url, task="task2")
+
+
 def check_parallel(paths: list[Path], expected: int | None = None, allow_empty_lines: bool = False) -> int:
     """Check that parallel text files line up; return their common number of lines.
 
@@ -192,3 +227,4 @@ def check_parallel(paths: list[Path], expected: int | None = None, allow_empty_l
             "the files are incomplete or from another split; re-create them",
         )
     return count
+

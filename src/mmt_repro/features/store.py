@@ -1,26 +1,58 @@
-"""Feature stores: one float16 ``.npy`` of shape (N, L, D) plus a Parquet index.
+"""Feature stores: row-aligned float16 ``.npy`` arrays plus a Parquet index, written in
+resumable chunks and memory-mapped for training.
 
-:func:`extract_features` runs an extractor (:mod:`mmt_repro.features.extractors`) over the
-images named in an image list and writes
+Every view of an image or video the papers read is stored the same way: row ``i`` of every
+array is line ``i`` of the split's image (or video) list.
 
-* ``out_npy``: ``float16`` array ``(N, L, D)``, row ``i`` = line ``i`` of the image list,
-  written through :func:`numpy.lib.format.open_memmap` on a temporary path and renamed only
-  once complete and checked (no NaN/Inf, nothing overflowing float16);
-* ``out_index``: Parquet table with columns ``row`` (int64) and ``image`` (file name), and the
-  file-level metadata (extractor, layer, weights, weights_desc, image_size, shape, dtype, ...)
-  stored as JSON under the schema metadata key ``mmt_repro``.
+=========================  ===============================  ===================================
+store (writer)             arrays                           index columns
+=========================  ===============================  ===================================
+grid / pooled image        ``npy`` (N, L, D) float16        ``row``, ``image``
+(:func:`extract_features`,
+ ``import_pretrained("resnet50")``)
+regions                    ``npy`` (N, K, D) float16,       ``row``, ``image``, ``n_boxes``,
+(:func:`~mmt_repro.features.   ``boxes`` (N, K, 4) float32      ``width``, ``height``
+regions.extract_regions`,  (x1, y1, x2, y2 in pixels of
+``import_pretrained        the original image); slots
+("butd")``)                ``n_boxes..K-1`` are zeros
+video segments             ``npy`` (N, S, D) float16;       ``row``, ``video``, ``n_segments``
+(:func:`~mmt_repro.features.   slots ``n_segments..S-1`` are
+video.extract_video_        zeros
+features`,
+``import_pretrained
+("vatex_i3d")``)
+=========================  ===============================  ===================================
 
-:class:`FeatureStore` memory-maps such a pair for training and decoding.
+The index also carries the store's metadata (extractor or backend, weights and their
+description, sizes, shape, dtype, ...) as JSON under the Parquet schema metadata key
+``mmt_repro``. :class:`FeatureStore` memory-maps any of these (``lengths`` holds
+``n_boxes``/``n_segments`` when present); :class:`~mmt_repro.features.regions.RegionStore`
+adds the boxes.
+
+Writing (:class:`ChunkedWriter`): arrays are filled through :func:`numpy.lib.format.open_memmap`
+on hidden partial files next to the outputs (``.<name>.partial.npy``) one chunk of rows at a
+time; after each chunk the arrays are flushed and a progress marker
+``.<name>.progress.json`` (a fingerprint of the inputs and settings, and the finished chunks)
+is replaced atomically. An interrupted run (killed job, crash, Ctrl-C) leaves both behind and
+the next run with the same fingerprint skips the finished chunks; a different fingerprint
+discards them. Outputs are renamed into place only once every chunk is done and checked (no
+NaN/Inf, nothing overflowing float16); the index is renamed last. Bad input
+(:class:`~mmt_repro.io.DataError`) removes the partial files, since re-running cannot help.
 
 :func:`standardize_store` is an optional step: per-dimension mean/std computed (in chunks)
-over a store -- the training split's -- and applied to any store with the same layout.
+over a store -- the training split's -- and applied to any store with the same layout
+(padding slots excluded from the statistics and left at zero).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
+import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +60,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image, UnidentifiedImageError
 
-from mmt_repro.io import DataError, atomic_path, read_lines
+from mmt_repro.io import DataError, atomic_path, atomic_write, read_lines
 
 _log = logging.getLogger(__name__)
 
 META_KEY = b"mmt_repro"
 FLOAT16_MAX = float(np.finfo(np.float16).max)
+NAME_COLUMNS = ("image", "video")
+LENGTH_COLUMNS = ("n_boxes", "n_segments")
+
+# Row status flags kept (resumably) while a store is written.
+ROW_OK, ROW_NONFINITE, ROW_OVERFLOW = 0, 1, 2
 
 
 def _resolve_device(device: str) -> str:
@@ -44,17 +81,21 @@ def _resolve_device(device: str) -> str:
     return device
 
 
-def _read_image_list(image_list: Path) -> list[str]:
-    names = [line.strip() for line in read_lines(image_list, allow_empty_lines=False)]
+def read_item_list(path: Path, what: str = "image") -> list[str]:
+    """Names (one per line, stripped) of an image or video list; empty lines and lists fail."""
+    names = [line.strip() for line in read_lines(path, allow_empty_lines=False)]
     if not names:
-        raise DataError(image_list, "image list is empty", "re-run the rule that writes the image list")
+        raise DataError(path, f"{what} list is empty", f"re-run the rule that writes the {what} list")
     return names
 
 
-def _list_problems(kind: str, problems: list[str], image_dir: Path, limit: int = 50) -> str:
+_read_image_list = read_item_list
+
+
+def _list_problems(kind: str, problems: list[str], where: Path, limit: int = 50, what: str = "image") -> str:
     shown = problems[:limit]
     more = f"\n    ... and {len(problems) - limit} more" if len(problems) > limit else ""
-    return f"{len(problems)} {kind} image(s) under {image_dir}:\n    " + "\n    ".join(shown) + more
+    return f"{len(problems)} {kind} {what}(s) under {where}:\n    " + "\n    ".join(shown) + more
 
 
 def _check_images(names: list[str], image_dir: Path) -> None:
@@ -84,6 +125,248 @@ def _load_image(path: Path) -> Image.Image:
         return im.convert("RGB")
 
 
+def names_digest(names: list[str]) -> str:
+    return hashlib.sha256("\n".join(names).encode("utf-8")).hexdigest()
+
+
+def weights_fingerprint(weights: str) -> str:
+    """``weights`` plus size and mtime when it is a local file (a replaced checkpoint restarts)."""
+    path = Path(str(weights))
+    if path.is_file():
+        st = path.stat()
+        return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    return str(weights)
+
+
+def row_status(feats: np.ndarray) -> np.ndarray:
+    """Per row of ``feats`` (B, ...): ROW_OK, ROW_NONFINITE (NaN/Inf) or ROW_OVERFLOW (> float16 max)."""
+    flat = feats.reshape(feats.shape[0], -1)
+    finite = np.isfinite(flat).all(axis=1)
+    big = np.abs(np.where(np.isfinite(flat), flat, 0)).max(axis=1, initial=0) > FLOAT16_MAX
+    out = np.full(feats.shape[0], ROW_OK, dtype=np.uint8)
+    out[big] = ROW_OVERFLOW
+    out[~finite] = ROW_NONFINITE
+    return out
+
+
+def raise_for_status(status: np.ndarray, names: list[str], out: Path, what: str, fix: str) -> None:
+    """DataError naming every row whose features are NaN/Inf or overflow float16."""
+    bad = np.flatnonzero(status != ROW_OK)
+    if not len(bad):
+        return
+    labels = [f"{names[i]} ({'NaN/Inf' if status[i] == ROW_NONFINITE else 'exceeds float16 range'})" for i in bad]
+    raise DataError(
+        out,
+        f"features of {len(bad)} {what}(s) are not finite or overflow float16: "
+        + ", ".join(labels[:20]) + (" ..." if len(labels) > 20 else ""),
+        fix,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Resumable chunked writer
+# --------------------------------------------------------------------------------------
+
+
+class ChunkedWriter:
+    """Row-aligned arrays filled chunk by chunk on partial files, resumable after interruption.
+
+    ``arrays`` maps a key to ``(final_path, shape, dtype)``; a ``final_path`` of ``None``
+    makes a scratch array (per-row counts, status flags) that lives only next to the partial
+    files and is dropped by :meth:`commit`. All shapes share the first dimension N.
+    ``fingerprint`` (JSON-able) identifies the inputs and settings: a partial run is resumed
+    only when it matches. Use as a context manager: leaving it with a
+    :class:`~mmt_repro.io.DataError` discards the partial files, any other exception keeps
+    them for the next run; :meth:`commit` renames the finished arrays into place.
+    """
+
+    def __init__(
+        self,
+        main: Path,
+        arrays: dict[str, tuple[Path | None, tuple[int, ...], str]],
+        chunk_rows: int,
+        fingerprint: dict,
+        log: Callable[[str], None] = _log.info,
+        tag: str = "features",
+        what: str = "images",
+    ):
+        self.main = Path(main)
+        self.log, self.tag, self.what = log, tag, what
+        self.spec = {k: (None if p is None else Path(p), tuple(int(x) for x in s), np.dtype(d).str)
+                     for k, (p, s, d) in arrays.items()}
+        sizes = {s[0] for _, s, _ in self.spec.values()}
+        if len(sizes) != 1:
+            raise ValueError(f"arrays disagree on the number of rows: {sizes}")
+        self.n = sizes.pop()
+        self.chunk_rows = max(1, int(chunk_rows))
+        self.n_chunks = (self.n + self.chunk_rows - 1) // self.chunk_rows
+        self.progress_path = self.main.parent / f".{self.main.name}.progress.json"
+        self.partial = {
+            k: (p.parent / f".{p.name}.partial.npy" if p is not None else self.main.parent / f".{self.main.name}.{k}.partial.npy")
+            for k, (p, _, _) in self.spec.items()
+        }
+        blob = json.dumps({"fingerprint": fingerprint, "arrays": {k: [str(p), list(s), d] for k, (p, s, d) in self.spec.items()},
+                           "chunk_rows": self.chunk_rows}, sort_keys=True, default=str)
+        self.digest = hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        self.done: set[int] = set()
+        self.arrays: dict[str, np.memmap] = {}
+        self.resumed = 0
+        self.main.parent.mkdir(parents=True, exist_ok=True)
+        self._open()
+
+    # -- setup ---------------------------------------------------------------------------
+    def _open(self) -> None:
+        if self.progress_path.is_file() and all(p.is_file() for p in self.partial.values()):
+            try:
+                progress = json.loads(self.progress_path.read_text(encoding="utf-8"))
+                if progress.get("digest") == self.digest:
+                    arrays = {k: np.load(self.partial[k], mmap_mode="r+") for k in self.spec}
+                    if all(a.shape == self.spec[k][1] and a.dtype.str == self.spec[k][2] for k, a in arrays.items()):
+                        self.arrays = arrays
+                        self.done = {int(c) for c in progress.get("done", []) if 0 <= int(c) < self.n_chunks}
+                        self.resumed = len(self.done)
+                        self.log(f"[{self.tag}] resuming {self.main.name}: {self.resumed}/{self.n_chunks} chunks "
+                                 f"already done by an interrupted run ({self.progress_path.name})")
+                        return
+                    del arrays
+                self.log(f"[{self.tag}] discarding partial {self.main.name} from a run with other inputs or settings")
+            except (OSError, ValueError) as err:
+                self.log(f"[{self.tag}] discarding unreadable partial {self.main.name} ({type(err).__name__}: {err})")
+        self._remove_files()
+        for k, (_, shape, dtype) in self.spec.items():
+            self.arrays[k] = np.lib.format.open_memmap(self.partial[k], mode="w+", dtype=np.dtype(dtype), shape=shape)
+        self._write_progress()
+
+    def _write_progress(self) -> None:
+        with atomic_write(self.progress_path) as fh:
+            json.dump({"digest": self.digest, "n_rows": self.n, "chunk_rows": self.chunk_rows,
+                       "n_chunks": self.n_chunks, "done": sorted(self.done)}, fh)
+
+    def _remove_files(self) -> None:
+        for p in [*self.partial.values(), self.progress_path]:
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+
+    # -- use -----------------------------------------------------------------------------
+    def __enter__(self) -> ChunkedWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.close()
+        elif issubclass(exc_type, DataError):
+            self.discard()
+        else:
+            self.close()
+            if self.progress_path.is_file():
+                self.log(f"[{self.tag}] interrupted ({exc_type.__name__}); {len(self.done)}/{self.n_chunks} chunks "
+                         f"kept in {self.progress_path.parent} for the next run to resume")
+        return False
+
+    def pending(self) -> Iterator[tuple[int, int, int]]:
+        """``(chunk, start, stop)`` of every chunk not yet done, in order, with progress logs."""
+        t0 = time.perf_counter()
+        rows_now = 0
+        for c in range(self.n_chunks):
+            if c in self.done:
+                continue
+            a, b = c * self.chunk_rows, min(self.n, (c + 1) * self.chunk_rows)
+            yield c, a, b
+            self.mark_done(c)
+            rows_now += b - a
+            el = time.perf_counter() - t0
+            left = sum(min(self.n, (k + 1) * self.chunk_rows) - k * self.chunk_rows
+                       for k in range(self.n_chunks) if k not in self.done)
+            rate = rows_now / max(el, 1e-9)
+            self.log(f"[{self.tag}] chunk {c + 1}/{self.n_chunks} done: {self.n - left}/{self.n} {self.what}, "
+                     f"{rate:.2f} {self.what}/s, ETA {left / max(rate, 1e-9):.0f}s")
+
+    def mark_done(self, chunk: int) -> None:
+        for a in self.arrays.values():
+            a.flush()
+        self.done.add(int(chunk))
+        self._write_progress()
+
+    @property
+    def complete(self) -> bool:
+        return len(self.done) == self.n_chunks
+
+    def close(self) -> None:
+        for a in self.arrays.values():
+            a.flush()
+        self.arrays = {}
+
+    def discard(self) -> None:
+        self.arrays = {}
+        self._remove_files()
+
+    def commit(self) -> None:
+        """Rename every finished array onto its final path and drop scratch arrays and progress."""
+        if not self.complete:
+            raise RuntimeError(f"{self.main}: {self.n_chunks - len(self.done)} chunks are not done")
+        self.close()
+        for k, (final, _, _) in self.spec.items():
+            if final is not None:
+                final.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(self.partial[k], final)
+        self._remove_files()
+
+
+# --------------------------------------------------------------------------------------
+# Index
+# --------------------------------------------------------------------------------------
+
+
+def write_index(path: Path, names: list[str], meta: dict, key: str = "image",
+                columns: dict[str, np.ndarray] | None = None) -> None:
+    """Parquet index: ``row``, the name column ``key`` and extra int32 ``columns``; ``meta`` as JSON."""
+    if key not in NAME_COLUMNS:
+        raise ValueError(f"name column must be one of {NAME_COLUMNS}, not {key!r}")
+    cols = {"row": pa.array(np.arange(len(names), dtype=np.int64)), key: pa.array(names, pa.string())}
+    for name, values in (columns or {}).items():
+        cols[name] = pa.array(np.asarray(values, dtype=np.int32))
+    table = pa.table(cols)
+    table = table.replace_schema_metadata({META_KEY: json.dumps(meta, sort_keys=True, default=str).encode("utf-8")})
+    pq.write_table(table, path)
+
+
+def _write_index(path: Path, names: list[str], meta: dict) -> None:
+    write_index(path, names, meta)
+
+
+def read_index(index: Path) -> tuple[list[str], dict[str, np.ndarray], dict, str]:
+    """``(names, extra columns, meta, name column)`` of a store index."""
+    index = Path(index)
+    if not index.is_file():
+        raise DataError(index, "feature index does not exist", "re-run the feature extraction rule")
+    try:
+        table = pq.read_table(index)
+    except Exception as err:
+        raise DataError(index, f"cannot read feature index ({type(err).__name__}: {err})",
+                        "delete it and re-run the feature extraction rule") from err
+    key = next((k for k in NAME_COLUMNS if k in table.column_names), None)
+    if "row" not in table.column_names or key is None:
+        raise DataError(index, f"feature index lacks columns row and image/video (has {table.column_names})",
+                        "re-run the feature extraction rule")
+    rows = table.column("row").to_numpy()
+    if not np.array_equal(rows, np.arange(len(rows))):
+        raise DataError(index, "feature index rows are not 0..N-1 in order", "re-run the feature extraction rule")
+    raw = (table.schema.metadata or {}).get(META_KEY)
+    meta = json.loads(raw.decode("utf-8")) if raw else {}
+    extra = {c: table.column(c).to_numpy() for c in table.column_names if c not in ("row", key)}
+    return table.column(key).to_pylist(), extra, meta, key
+
+
+def _read_index(index: Path) -> tuple[list[str], dict]:
+    names, _, meta, _ = read_index(index)
+    return names, meta
+
+
+# --------------------------------------------------------------------------------------
+# Grid / pooled image features
+# --------------------------------------------------------------------------------------
+
+
 def extract_features(
     image_list: Path,
     image_dir: Path,
@@ -98,13 +381,17 @@ def extract_features(
     device: str = "auto",
     log=_log.info,
     missing_dir_fix: str = "set the dataset's image folder in the config",
+    chunk_size: int = 1024,
 ) -> dict:
     """Extract features of every image in ``image_list`` (one file name per line, relative to
     ``image_dir``) into ``out_npy`` (float16, (N, L, D)) and ``out_index`` (Parquet).
 
-    Returns a summary dict (n_images, shape, weights_desc, device, seconds, images_per_s).
-    Raises :class:`DataError` listing every missing/unreadable image, or naming the images
-    whose features contain NaN/Inf or overflow float16.
+    Work proceeds in chunks of ``chunk_size`` images (batches of ``batch_size`` inside); an
+    interrupted run is resumed from its finished chunks (see :class:`ChunkedWriter`).
+    Returns a summary dict (n_images, shape, weights_desc, device, seconds, images_per_s,
+    resumed_chunks). Raises :class:`DataError` listing every missing/unreadable image, naming
+    the images whose features contain NaN/Inf or overflow float16, or when the extractor's
+    output does not have the declared shape.
     """
     import torch
 
@@ -114,7 +401,7 @@ def extract_features(
         raise DataError(image_list, "no image folder is configured for these images", missing_dir_fix)
     image_list, image_dir = Path(image_list), Path(image_dir)
     out_npy, out_index = Path(out_npy), Path(out_index)
-    names = _read_image_list(image_list)
+    names = read_item_list(image_list)
     _check_images(names, image_dir)
 
     dev = _resolve_device(device)
@@ -124,95 +411,73 @@ def extract_features(
     n = len(names)
     log(f"[features] {extractor}/{layer} weights: {ext.weights_desc}; image_size {image_size} -> ({L}, {D}) "
         f"per image; {n} images; device {dev}")
-
+    fingerprint = {"extractor": extractor, "layer": layer, "weights": weights_fingerprint(weights),
+                   "weights_desc": ext.weights_desc, "image_size": int(image_size), "seed": int(seed),
+                   "names": names_digest(names), "image_dir": str(image_dir.resolve())}
     t0 = time.perf_counter()
     unreadable: list[str] = []
-    bad_values: list[str] = []
-    with atomic_path(out_npy) as tmp_npy, atomic_path(out_index) as tmp_index:
-        arr = np.lib.format.open_memmap(tmp_npy, mode="w+", dtype=np.float16, shape=(n, L, D))
-        try:
-            for start in range(0, n, batch_size):
-                chunk = names[start:start + batch_size]
+    done_now = 0
+    with atomic_path(out_index) as tmp_index, ChunkedWriter(
+        out_npy, {"features": (out_npy, (n, L, D), "float16"), "status": (None, (n,), "uint8")},
+        chunk_size, fingerprint, log=log, tag="features",
+    ) as writer:
+        arr, status = writer.arrays["features"], writer.arrays["status"]
+        for _, a, b in writer.pending():
+            for start in range(a, b, batch_size):
+                chunk = names[start:min(b, start + batch_size)]
                 tensors = []
                 for name in chunk:
                     try:
                         tensors.append(ext.preprocess(_load_image(image_dir / name)))
                     except (UnidentifiedImageError, OSError, ValueError) as err:
                         unreadable.append(f"{name} (unreadable: {err})")
-                        tensors.append(None)
                 if unreadable:
                     continue  # keep going only to collect every unreadable image
                 feats = ext(torch.stack(tensors)).float().cpu().numpy()
                 if feats.shape != (len(chunk), L, D):
-                    raise RuntimeError(f"extractor returned {feats.shape}, expected {(len(chunk), L, D)}")
-                finite = np.isfinite(feats).all(axis=(1, 2))
-                big = np.abs(np.where(np.isfinite(feats), feats, 0)).max(axis=(1, 2)) > FLOAT16_MAX
-                for name, ok, over in zip(chunk, finite, big):
-                    if not ok:
-                        bad_values.append(f"{name} (NaN/Inf)")
-                    elif over:
-                        bad_values.append(f"{name} (exceeds float16 range)")
+                    raise DataError(out_npy, f"extractor {ext!r} returned features of shape {feats.shape} for "
+                                    f"{len(chunk)} images, expected {(len(chunk), L, D)}",
+                                    "the extractor's output_shape disagrees with its output: fix the extractor")
+                status[start:start + len(chunk)] = row_status(feats)
                 arr[start:start + len(chunk)] = feats.astype(np.float16)
-                done = start + len(chunk)
-                if done == n or (start // batch_size) % 20 == 19:
-                    el = time.perf_counter() - t0
-                    log(f"[features] {done}/{n} images, {done / max(el, 1e-9):.1f} images/s")
-            if unreadable:
-                raise DataError(image_dir, _list_problems("unreadable", unreadable, image_dir),
-                                "fetch or regenerate those images, or remove them from the image list")
-            if bad_values:
-                raise DataError(
-                    out_npy,
-                    f"features of {len(bad_values)} image(s) are not finite or overflow float16: "
-                    + ", ".join(bad_values[:20]) + (" ..." if len(bad_values) > 20 else ""),
-                    "check the weights file (weights_desc: " + ext.weights_desc + ") and the images; "
-                    "NaN from a checkpoint usually means it is corrupt or for another architecture",
-                )
-            arr.flush()
-        finally:
-            del arr
+                done_now += len(chunk)
+        if unreadable:
+            raise DataError(image_dir, _list_problems("unreadable", unreadable, image_dir),
+                            "fetch or regenerate those images, or remove them from the image list")
+        raise_for_status(np.asarray(status), names, out_npy, "image",
+                         "check the weights file (weights_desc: " + ext.weights_desc + ") and the images; "
+                         "NaN from a checkpoint usually means it is corrupt or for another architecture")
         seconds = time.perf_counter() - t0
         meta = {
-            "extractor": extractor, "layer": layer, "weights": str(weights), "weights_desc": ext.weights_desc,
-            "image_size": int(image_size), "shape": [n, L, D], "dtype": "float16", "seed": int(seed),
-            "image_list": str(image_list), "torch_version": torch.__version__,
+            "kind": "grid", "extractor": extractor, "layer": layer, "weights": str(weights),
+            "weights_desc": ext.weights_desc, "image_size": int(image_size), "shape": [n, L, D], "dtype": "float16",
+            "seed": int(seed), "image_list": str(image_list), "torch_version": torch.__version__,
         }
-        _write_index(tmp_index, names, meta)
-    ips = n / max(seconds, 1e-9)
-    log(f"[features] wrote {out_npy} ({n}, {L}, {D}) float16 in {seconds:.1f}s, {ips:.1f} images/s, "
-        f"weights: {ext.weights_desc}")
+        write_index(tmp_index, names, meta)
+        resumed = writer.resumed
+        writer.commit()
+    ips = done_now / max(seconds, 1e-9)
+    log(f"[features] wrote {out_npy} ({n}, {L}, {D}) float16 in {seconds:.1f}s, {ips:.1f} images/s"
+        + (f" ({resumed} chunks resumed)" if resumed else "") + f", weights: {ext.weights_desc}")
     return {"n_images": n, "shape": (n, L, D), "weights_desc": ext.weights_desc, "device": dev,
-            "seconds": seconds, "images_per_s": ips, "npy": str(out_npy), "index": str(out_index)}
+            "seconds": seconds, "images_per_s": ips, "resumed_chunks": resumed,
+            "npy": str(out_npy), "index": str(out_index)}
 
 
-def _write_index(path: Path, names: list[str], meta: dict) -> None:
-    table = pa.table({"row": pa.array(np.arange(len(names), dtype=np.int64)), "image": pa.array(names, pa.string())})
-    table = table.replace_schema_metadata({META_KEY: json.dumps(meta, sort_keys=True).encode("utf-8")})
-    pq.write_table(table, path)
-
-
-def _read_index(index: Path) -> tuple[list[str], dict]:
-    index = Path(index)
-    if not index.is_file():
-        raise DataError(index, "feature index does not exist", "re-run the feature extraction rule")
-    try:
-        table = pq.read_table(index)
-    except Exception as err:
-        raise DataError(index, f"cannot read feature index ({type(err).__name__}: {err})",
-                        "delete it and re-run the feature extraction rule") from err
-    if not {"row", "image"} <= set(table.column_names):
-        raise DataError(index, f"feature index lacks columns row/image (has {table.column_names})",
-                        "re-run the feature extraction rule")
-    rows = table.column("row").to_numpy()
-    if not np.array_equal(rows, np.arange(len(rows))):
-        raise DataError(index, "feature index rows are not 0..N-1 in order", "re-run the feature extraction rule")
-    raw = (table.schema.metadata or {}).get(META_KEY)
-    meta = json.loads(raw.decode("utf-8")) if raw else {}
-    return table.column("image").to_pylist(), meta
+# --------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------
 
 
 class FeatureStore:
-    """Read-only view of a feature ``.npy`` (memory-mapped) and its Parquet index."""
+    """Read-only view of a feature ``.npy`` (memory-mapped) and its Parquet index.
+
+    Works for every layout in the module docstring: ``names`` (alias ``images``) are the list
+    lines, ``lengths`` the valid slots per row (``n_boxes``/``n_segments``) or ``None`` for
+    grid stores, ``columns`` every extra index column, ``meta`` the metadata.
+    ``store[row]`` is the padded ``(L, D)`` float32 row; :meth:`mask` says which slots hold
+    features.
+    """
 
     def __init__(self, npy: Path, index: Path):
         self.npy, self.index = Path(npy), Path(index)
@@ -226,10 +491,20 @@ class FeatureStore:
         if self.array.ndim != 3:
             raise DataError(self.npy, f"expected a 3-d array (N, L, D), found shape {self.array.shape}",
                             "re-run the feature extraction rule")
-        self.images, self.meta = _read_index(self.index)
+        self.images, self.columns, self.meta, self.key = read_index(self.index)
+        self.names = self.images
         if len(self.images) != self.array.shape[0]:
             raise DataError(self.index, f"index has {len(self.images)} rows but {self.npy} has {self.array.shape[0]}",
                             "the two files come from different runs: re-run the feature extraction rule")
+        declared = self.meta.get("shape")
+        if declared is not None and list(declared) != list(self.array.shape):
+            raise DataError(self.npy, f"array shape {tuple(self.array.shape)} differs from the shape "
+                            f"{tuple(declared)} recorded in {self.index}",
+                            "the two files come from different runs: re-run the feature extraction rule")
+        length_col = next((c for c in LENGTH_COLUMNS if c in self.columns), None)
+        self.lengths = None if length_col is None else self.columns[length_col].astype(np.int64)
+        if self.lengths is not None and (self.lengths.min(initial=0) < 0 or self.lengths.max(initial=0) > self.array.shape[1]):
+            raise DataError(self.index, f"{length_col} outside 0..{self.array.shape[1]}", "re-run the feature extraction rule")
         self._row_of = {name: i for i, name in enumerate(self.images)}
 
     def __len__(self) -> int:
@@ -242,26 +517,34 @@ class FeatureStore:
     def __getitem__(self, row: int) -> np.ndarray:
         return np.asarray(self.array[row], dtype=np.float32)
 
+    def mask(self, row: int) -> np.ndarray:
+        """``(L,)`` bool: True for slots holding features (all True for grid stores)."""
+        L = self.array.shape[1]
+        if self.lengths is None:
+            return np.ones(L, dtype=bool)
+        return np.arange(L) < self.lengths[row]
+
     def rows_for(self, images: list[str]) -> list[int]:
         missing = [name for name in images if name not in self._row_of]
         if missing:
             shown = ", ".join(missing[:20]) + (f" ... ({len(missing)} in all)" if len(missing) > 20 else "")
-            raise DataError(self.index, f"{len(missing)} image(s) have no features: {shown}",
-                            "extract features for the image list these ids come from")
+            raise DataError(self.index, f"{len(missing)} {self.key}(s) have no features: {shown}",
+                            f"extract features for the {self.key} list these ids come from")
         return [self._row_of[name] for name in images]
 
     def check_order(self, image_list: Path) -> None:
-        names = _read_image_list(Path(image_list))
+        """Row ``i`` must hold line ``i`` of ``image_list`` (the split's image or video list)."""
+        names = read_item_list(Path(image_list), self.key)
         for i, (want, have) in enumerate(zip(names, self.images)):
             if want != have:
                 raise DataError(self.index, f"row {i} holds {have!r} but line {i + 1} of {image_list} is {want!r}",
-                                "re-extract the features from this image list (the order must match)")
+                                f"re-extract the features from this {self.key} list (the order must match)")
         if len(names) != len(self.images):
             raise DataError(self.index, f"{len(self.images)} rows but {image_list} has {len(names)} lines",
-                            "re-extract the features from this image list")
+                            f"re-extract the features from this {self.key} list")
 
     def __repr__(self) -> str:
-        return f"FeatureStore({self.npy}, shape={self.shape}, weights={self.meta.get('weights_desc')!r})"
+        return f"{type(self).__name__}({self.npy}, shape={self.shape}, weights={self.meta.get('weights_desc')!r})"
 
 
 # --------------------------------------------------------------------------------------
@@ -278,16 +561,32 @@ def _chunks(n: int, row_bytes: int):
         yield start, min(n, start + step)
 
 
-def feature_stats(npy: Path) -> dict:
-    """Per-dimension mean/std over all N*L vectors of a (N, L, D) store, in float64 chunks."""
+def _sibling_lengths(npy: Path) -> np.ndarray | None:
+    """Valid-slot counts from the index next to ``npy`` (``<split>.index.parquet``), if any."""
+    index = Path(npy).with_name(Path(npy).stem + ".index.parquet")
+    if not index.is_file():
+        return None
+    _, columns, _, _ = read_index(index)
+    col = next((c for c in LENGTH_COLUMNS if c in columns), None)
+    return None if col is None else columns[col].astype(np.int64)
+
+
+def feature_stats(npy: Path, lengths: np.ndarray | None = None) -> dict:
+    """Per-dimension mean/std over all N*L vectors of a (N, L, D) store, in float64 chunks;
+    with ``lengths`` only the first ``lengths[i]`` slots of row ``i`` count (padding excluded)."""
     arr = np.load(npy, mmap_mode="r")
     n, L, D = arr.shape
     count = 0
     mean = np.zeros(D, dtype=np.float64)
     m2 = np.zeros(D, dtype=np.float64)
     for a, b in _chunks(n, L * D * 4):
-        x = np.asarray(arr[a:b], dtype=np.float64).reshape(-1, D)
+        x = np.asarray(arr[a:b], dtype=np.float64)
+        if lengths is not None:
+            x = x[np.arange(L)[None, :] < lengths[a:b, None]]
+        x = x.reshape(-1, D)
         c = x.shape[0]
+        if c == 0:
+            continue
         cm = x.mean(axis=0)
         cm2 = ((x - cm) ** 2).sum(axis=0)
         delta = cm - mean
@@ -311,10 +610,12 @@ def standardize_store(
 
     The statistics come from ``stats_from``: an ``.npz`` written earlier through
     ``stats_out``, or the training split's feature ``.npy`` itself (its statistics are then
-    computed on the fly, chunked); when ``stats_from`` is ``None`` they are computed from the input
-    store (chunked; the whole array is never loaded). Computed statistics are saved to
-    ``stats_out`` when given. Dimensions with std below 1e-6 are only centred. The output
-    index keeps the input's rows and metadata, adding a ``standardized`` entry.
+    computed on the fly, chunked, skipping padding slots when its ``<split>.index.parquet``
+    has ``n_boxes``/``n_segments``); when ``stats_from`` is ``None`` they are computed from the
+    input store (chunked; the whole array is never loaded). Computed statistics are saved to
+    ``stats_out`` when given. Dimensions with std below 1e-6 are only centred; padding slots
+    stay zero. The output index keeps the input's rows, columns and metadata, adding a
+    ``standardized`` entry (a region store's boxes file is unchanged and still applies).
     """
     in_npy, in_index, out_npy, out_index = map(Path, (in_npy, in_index, out_npy, out_index))
     store = FeatureStore(in_npy, in_index)
@@ -335,7 +636,8 @@ def standardize_store(
         if not source_npy.is_file():
             raise DataError(source_npy, "training feature store does not exist",
                             "extract the training features first (or pass the .npz written through stats_out)")
-        st = feature_stats(source_npy)
+        lengths = store.lengths if source_npy == in_npy else _sibling_lengths(source_npy)
+        st = feature_stats(source_npy, lengths)
         mean, std, n_vectors = st["mean"], st["std"], st["n_vectors"]
         src_meta = dict(store.meta) if source_npy == in_npy else {}
         source = str(source_npy)
@@ -346,7 +648,7 @@ def standardize_store(
     if mean.shape != (D,):
         raise DataError(source, f"statistics have {mean.shape[0]} dimensions but {in_npy} has {D}",
                         "use statistics of the training store of the same extractor and layer")
-    for key in ("extractor", "layer", "weights_desc", "image_size"):
+    for key in ("extractor", "layer", "weights_desc", "image_size", "backend"):
         if key in src_meta and key in store.meta and src_meta[key] != store.meta[key]:
             raise DataError(source, f"statistics were computed on {key}={src_meta[key]!r} features but "
                             f"{in_npy} has {key}={store.meta[key]!r}",
@@ -358,11 +660,13 @@ def standardize_store(
         try:
             for a, b in _chunks(n, L * D * 4):
                 x = (np.asarray(store.array[a:b], dtype=np.float64) - mean) / scale
+                if store.lengths is not None:
+                    x[np.arange(L)[None, :] >= store.lengths[a:b, None]] = 0.0
                 ok = np.isfinite(x).all(axis=(1, 2)) & (np.abs(x).max(axis=(1, 2)) <= FLOAT16_MAX)
                 bad_rows.extend(store.images[a + i] for i in np.flatnonzero(~ok))
                 out[a:b] = x.astype(np.float16)
             if bad_rows:
-                raise DataError(in_npy, f"standardised features of {len(bad_rows)} image(s) are not finite or "
+                raise DataError(in_npy, f"standardised features of {len(bad_rows)} {store.key}(s) are not finite or "
                                 f"overflow float16: {', '.join(bad_rows[:20])}",
                                 "check the input store and the statistics file")
             out.flush()
@@ -371,6 +675,6 @@ def standardize_store(
         meta = dict(store.meta)
         meta["standardized"] = {"stats_from": source, "n_vectors": int(n_vectors), "std_floor": _STD_FLOOR,
                                 "input": str(in_npy)}
-        _write_index(tmp_index, store.images, meta)
+        write_index(tmp_index, store.images, meta, key=store.key, columns=store.columns)
     return {"n_images": n, "shape": (n, L, D), "stats_from": source, "n_vectors": int(n_vectors),
             "npy": str(out_npy), "index": str(out_index)}

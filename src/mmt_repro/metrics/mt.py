@@ -28,6 +28,27 @@ Metric keys (all values in percent, like the papers report them):
     (edits / average reference length * 100). Note sacreBLEU's own default is case-insensitive;
     we score case like the other metrics, and the signature (``case:mixed`` / ``case:lc``)
     records which was used.
+``meteor``
+    METEOR 1.5 through the official jar (:mod:`mmt_repro.metrics.meteor`), ``100 x`` the jar's
+    final score; needs ``lang`` (the target language). Its signature records language,
+    modules, weights, parameters and whether the paraphrase table was there
+    (``meteor-1.5|lang:de|modules:exact,stem|...|paraphrase:missing|norm:yes|nrefs:1|official:no``).
+``cider``
+    CIDEr-D as coco-caption computes it (:mod:`mmt_repro.metrics.cider`), on coco's scale
+    (BertGen prints 0.587, not 58.7).
+
+BLEU variants:
+
+* ``bleu_compat="multi-bleu"`` (or :func:`multibleu`): Moses ``multi-bleu.perl`` on tokenised
+  text, i.e. sacreBLEU with ``tokenize="none"`` and no smoothing (multi-bleu.perl gives 0 when an
+  n-gram order has no match; sacreBLEU's default ``exp`` smoothing would not). The signature
+  starts with ``multi-bleu.perl-compatible|``. Calixto et al. 2017 and Yang et al. 2020 used it.
+* Chinese (``lang="zh"``, :func:`chinese_bleu`): BLEU moves by ~25 points between
+  segmentations, so the tokeniser must be declared: ``zh`` (sacreBLEU's Chinese tokeniser:
+  every CJK character a token, 13a for the rest), ``char`` (every character), or ``none``
+  (text segmented beforehand, e.g. by jieba: say which in the config). ``13a`` is refused.
+
+Across seeds, :func:`aggregate_seeds` gives mean, sample standard deviation and count.
 
 Score JSON written by :func:`score_files`::
 
@@ -44,7 +65,8 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from sacrebleu.metrics import BLEU, CHRF, TER
@@ -56,7 +78,12 @@ from mmt_repro.io import DataError, atomic_write, read_lines
 log = logging.getLogger(__name__)
 
 #: Metric names accepted by :func:`corpus_scores`. ``chrf3`` also adds ``chrf3_prec``/``chrf3_rec``.
-VALID_METRICS = ("bleu", "chrf3", "chrf3_prec", "chrf3_rec", "ter")
+VALID_METRICS = ("bleu", "chrf3", "chrf3_prec", "chrf3_rec", "ter", "meteor", "cider")
+#: How BLEU is computed: sacreBLEU's defaults (exp smoothing) or Moses multi-bleu.perl's.
+BLEU_COMPAT = ("sacrebleu", "multi-bleu")
+#: Tokenisers allowed for Chinese BLEU (see the module docstring).
+CHINESE_TOKENIZERS = ("zh", "char", "none")
+MULTIBLEU_PREFIX = "multi-bleu.perl-compatible"
 #: Metric names accepted by :func:`paired_significance`.
 SIGNIFICANCE_METRICS = ("bleu", "chrf3", "ter")
 #: Keys every score JSON's ``meta`` must carry (``make_table`` groups by them).
@@ -74,12 +101,12 @@ def _check_metrics(metrics: Sequence[str], valid: Sequence[str]) -> list[str]:
     return list(metrics)
 
 
-def _make_metric(name: str, tokenize: str, lowercase: bool) -> Metric:
+def _make_metric(name: str, tokenize: str, lowercase: bool, smooth: str = "exp") -> Metric:
     """The sacreBLEU metric object behind one of our metric names."""
     if name == "bleu":
         # force=True only silences sacreBLEU's "looks tokenised" warning, which is expected
         # when we deliberately score tokenised text multi-bleu style.
-        return BLEU(tokenize=tokenize, lowercase=lowercase, force=(tokenize == "none"))
+        return BLEU(tokenize=tokenize, lowercase=lowercase, force=(tokenize == "none"), smooth_method=smooth)
     if name in ("chrf3", "chrf3_prec", "chrf3_rec"):
         return CHRF(beta=CHRF_BETA, lowercase=lowercase)
     if name == "ter":
@@ -133,41 +160,122 @@ def _f_beta(prec: float, rec: float, beta: float) -> float:
     return (1 + factor) * prec * rec / (factor * prec + rec)
 
 
+def _bleu_entry(
+    hyps: list[str], refs: list[list[str]], tokenize: str, lowercase: bool, smooth: str = "exp", prefix: str = ""
+) -> dict:
+    m = _make_metric("bleu", tokenize, lowercase, smooth=smooth)
+    s = m.corpus_score(hyps, refs)
+    sig = m.get_signature().format()
+    return {
+        "value": float(s.score),
+        "signature": f"{prefix}|{sig}" if prefix else sig,
+        "details": {
+            "counts": [int(c) for c in s.counts],
+            "totals": [int(t) for t in s.totals],
+            "precisions": [float(p) for p in s.precisions],
+            "bp": float(s.bp),
+            "sys_len": int(s.sys_len),
+            "ref_len": int(s.ref_len),
+        },
+    }
+
+
+def multibleu(hyps: list[str], refs: list[list[str]], lowercase: bool = False) -> dict:
+    """BLEU exactly as Moses ``multi-bleu.perl`` (``-lc`` = ``lowercase``) on tokenised text.
+
+    Whitespace tokens, closest reference length for the brevity penalty, no smoothing (0 when
+    an n-gram order has no match). Reproduces multi-bleu.perl's 18.54 on MultEval's example.
+    """
+    _check_lengths(hyps, refs)
+    return _bleu_entry(list(hyps), [list(r) for r in refs], "none", lowercase, smooth="none", prefix=MULTIBLEU_PREFIX)
+
+
+def chinese_bleu(hyps: list[str], refs: list[list[str]], tokenize: str, lowercase: bool = False) -> dict:
+    """BLEU of Chinese output with the segmentation declared: ``tokenize`` in ``zh``, ``char``, ``none``.
+
+    ``zh``: sacreBLEU's Chinese tokeniser (each CJK character is a token, 13a elsewhere);
+    ``char``: every non-space character is a token; ``none``: the text is already segmented
+    (record the segmenter, e.g. jieba, in the config). The choice is in the signature (``tok:zh``).
+    """
+    _check_chinese_tokenize(tokenize)
+    _check_lengths(hyps, refs)
+    return _bleu_entry(list(hyps), [list(r) for r in refs], tokenize, lowercase)
+
+
+def _is_chinese(lang: str | None) -> bool:
+    return lang is not None and lang.lower().split("-")[0].split("_")[0] in ("zh", "cmn")
+
+
+def _check_chinese_tokenize(tokenize: str) -> None:
+    if tokenize not in CHINESE_TOKENIZERS:
+        raise ValueError(
+            f"Chinese BLEU needs a declared segmentation, got tokenize={tokenize!r}; valid: "
+            f"{', '.join(CHINESE_TOKENIZERS)} (zh: sacreBLEU's CJK tokeniser, char: characters, "
+            "none: pre-segmented text)"
+        )
+
+
+def aggregate_seeds(values: Iterable[float]) -> tuple[float, float | None, int]:
+    """``(mean, sample standard deviation, n)`` of one score over seeds; std is None for one seed.
+
+    Sample standard deviation (``n - 1`` in the denominator), as ``make_table`` reports it.
+    Hirasawa et al. 2019 print "mean and variance" over three seeds as ``51.00 +- .37``; the
+    magnitudes there are standard deviations, which is what we compare them with.
+    """
+    vals = [float(v) for v in values]
+    if not vals:
+        raise ValueError("no values to aggregate")
+    if any(math.isnan(v) for v in vals):
+        raise ValueError(f"NaN among the values {vals}")
+    n = len(vals)
+    mean = sum(vals) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else None
+    return mean, std, n
+
+
 def corpus_scores(
     hyps: list[str],
     refs: list[list[str]],
     metrics: Sequence[str] = ("bleu", "chrf3", "ter"),
     tokenize: str = "13a",
     lowercase: bool = False,
+    lang: str | None = None,
+    bleu_compat: str = "sacrebleu",
+    meteor_jar: str | os.PathLike | None = None,
+    meteor_norm: bool = True,
+    cider_remove_punct: bool = False,
 ) -> dict[str, dict]:
     """Corpus scores of ``hyps`` against one or more reference streams.
 
     ``refs`` is a list of reference streams, each line-parallel to ``hyps``. Returns
     ``{metric: {"value": float, "signature": str, "details": {...}}}``; asking for ``chrf3``
     also returns ``chrf3_prec`` and ``chrf3_rec`` (see the module docstring for definitions).
-    ``tokenize`` and ``lowercase`` apply to BLEU; ``lowercase`` also to chrF and TER.
+    ``tokenize`` and ``lowercase`` apply to BLEU; ``lowercase`` also to chrF, TER and CIDEr.
+    ``lang`` is the target language: required for ``meteor``; for Chinese (``zh``) BLEU refuses
+    any ``tokenize`` outside :data:`CHINESE_TOKENIZERS`. ``bleu_compat="multi-bleu"`` computes
+    ``bleu`` as :func:`multibleu` (``tokenize`` must then be ``none``). ``meteor_jar``: a
+    Meteor 1.5 jar (see :mod:`mmt_repro.metrics.meteor` for the lookup), ``meteor_norm``: pass
+    ``-norm``. ``cider_remove_punct``: drop coco-caption's punctuation tokens before CIDEr.
     """
     metrics = _check_metrics(metrics, VALID_METRICS)
+    if bleu_compat not in BLEU_COMPAT:
+        raise ValueError(f"unknown bleu_compat {bleu_compat!r}; valid: {', '.join(BLEU_COMPAT)}")
+    if "bleu" in metrics and bleu_compat == "multi-bleu" and tokenize != "none":
+        raise ValueError(f"bleu_compat='multi-bleu' scores tokenised text as is: use tokenize='none', not {tokenize!r}")
+    if "bleu" in metrics and _is_chinese(lang):
+        _check_chinese_tokenize(tokenize)
+    if "meteor" in metrics and not lang:
+        raise ValueError("metric 'meteor' needs lang= (the target language, e.g. 'de'); Meteor's modules depend on it")
     _check_lengths(hyps, refs)
     hyps = list(hyps)
     refs = [list(r) for r in refs]
     out: dict[str, dict] = {}
 
     if "bleu" in metrics:
-        m = _make_metric("bleu", tokenize, lowercase)
-        s = m.corpus_score(hyps, refs)
-        out["bleu"] = {
-            "value": float(s.score),
-            "signature": m.get_signature().format(),
-            "details": {
-                "counts": [int(c) for c in s.counts],
-                "totals": [int(t) for t in s.totals],
-                "precisions": [float(p) for p in s.precisions],
-                "bp": float(s.bp),
-                "sys_len": int(s.sys_len),
-                "ref_len": int(s.ref_len),
-            },
-        }
+        if bleu_compat == "multi-bleu":
+            out["bleu"] = multibleu(hyps, refs, lowercase=lowercase)
+        else:
+            out["bleu"] = _bleu_entry(hyps, refs, tokenize, lowercase)
 
     if any(k in metrics for k in ("chrf3", "chrf3_prec", "chrf3_rec")):
         m = _make_metric("chrf3", tokenize, lowercase)
@@ -192,6 +300,16 @@ def corpus_scores(
             "signature": m.get_signature().format(),
             "details": {"num_edits": float(s.num_edits), "ref_length": float(s.ref_length)},
         }
+
+    if "meteor" in metrics:
+        from mmt_repro.metrics.meteor import meteor_score
+
+        out["meteor"] = meteor_score(hyps, refs, lang=lang, norm=meteor_norm, jar=meteor_jar)
+
+    if "cider" in metrics:
+        from mmt_repro.metrics.cider import cider_score
+
+        out["cider"] = cider_score(hyps, refs, lowercase=lowercase, remove_punct=cider_remove_punct)
     return out
 
 
@@ -203,11 +321,18 @@ def score_files(
     metrics: Sequence[str] = ("bleu", "chrf3", "ter"),
     tokenize: str = "13a",
     lowercase: bool = False,
+    lang: str | None = None,
+    bleu_compat: str = "sacrebleu",
+    meteor_jar: str | os.PathLike | None = None,
+    meteor_norm: bool = True,
+    cider_remove_punct: bool = False,
 ) -> dict:
     """Score a hypothesis file against reference files and write the score JSON atomically.
 
     Writes and returns ``{"meta": meta, "scores": corpus_scores(...), "n_sentences": N}``.
-    ``meta`` must carry ``paper, table, system, pair, test_set, seed, condition``.
+    ``meta`` must carry ``paper, table, system, pair, test_set, seed, condition``. ``lang``
+    defaults to the target side of ``meta["pair"]`` (``en-de`` -> ``de``); the other keyword
+    arguments go to :func:`corpus_scores`.
     """
     missing = [k for k in META_KEYS if k not in meta]
     if missing:
@@ -219,7 +344,20 @@ def score_files(
     hyp_lines = read_lines(hyp)
     ref_lines = [read_lines(r) for r in refs]
     _check_lengths(hyp_lines, ref_lines, names=[str(hyp)] + [str(r) for r in refs])
-    scores = corpus_scores(hyp_lines, ref_lines, metrics=metrics, tokenize=tokenize, lowercase=lowercase)
+    if lang is None and "-" in str(meta.get("pair", "")):
+        lang = str(meta["pair"]).split("-")[-1]
+    scores = corpus_scores(
+        hyp_lines,
+        ref_lines,
+        metrics=metrics,
+        tokenize=tokenize,
+        lowercase=lowercase,
+        lang=lang,
+        bleu_compat=bleu_compat,
+        meteor_jar=meteor_jar,
+        meteor_norm=meteor_norm,
+        cider_remove_punct=cider_remove_punct,
+    )
     result = {"meta": dict(meta), "scores": scores, "n_sentences": len(hyp_lines)}
     with atomic_write(out_json) as fh:
         json.dump(result, fh, indent=2, sort_keys=True)
@@ -251,7 +389,8 @@ def paired_significance(
     seed: int = 12345,
     tokenize: str = "13a",
     lowercase: bool = False,
-) -> float:
+    details: bool = False,
+) -> float | dict:
     """p-value that ``system_hyp`` differs from ``baseline_hyp`` on ``metric`` (two-sided).
 
     Uses ``sacrebleu.significance.PairedTest`` with ``test_type="ar"`` (approximate
@@ -265,6 +404,10 @@ def paired_significance(
     (case folding, tokenisation, whitespace), since no test can tell them apart.
 
     ``seed`` must be >= 1 (sacreBLEU treats a seed of 0 as "unseeded").
+
+    With ``details=True`` the result is a dict: ``p_value``, ``test``, ``n_samples``, ``seed``,
+    ``metric``, ``signature``, and per side (``baseline``, ``system``) the corpus ``score`` and,
+    for the bootstrap, the resampled ``mean`` and 95% ``ci`` half-width (sacreBLEU's estimate).
     """
     _check_metrics([metric], SIGNIFICANCE_METRICS)
     if test not in ("ar", "bs"):
@@ -286,8 +429,23 @@ def paired_significance(
     def norm(line: str) -> str:
         return " ".join(m._preprocess_segment(line).split())
 
+    def summary(p: float, base: dict, system: dict) -> float | dict:
+        if not details:
+            return float(p)
+        return {
+            "p_value": float(p),
+            "test": test,
+            "n_samples": int(n_samples),
+            "seed": int(seed),
+            "metric": metric,
+            "signature": m.get_signature().format(),
+            "baseline": base,
+            "system": system,
+        }
+
     if all(norm(a) == norm(b) for a, b in zip(baseline_hyp, system_hyp)):
-        return 1.0
+        same = {"score": float(m.corpus_score(list(baseline_hyp), refs).score), "mean": None, "ci": None} if details else {}
+        return summary(1.0, same, same)
 
     with _sacrebleu_seed(int(seed)):
         paired = PairedTest(
@@ -305,5 +463,5 @@ def paired_significance(
     names = [k for k in results if k != "System"]
     if len(names) != 1:
         raise RuntimeError(f"unexpected PairedTest result keys {list(results)}")
-    p = results[names[0]][1].p_value
-    return float(p)
+    base, system = ({"score": float(r.score), "mean": r.mean, "ci": r.ci} for r in results[names[0]])
+    return summary(results[names[0]][1].p_value, base, system)

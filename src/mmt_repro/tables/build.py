@@ -400,13 +400,27 @@ def make_table_from_files(
     published: Path,
     out_tsv: Path,
     significance_json: Path | None = None,
-    unavailable: list[dict] | None = None,
+    unavailable_systems: dict[str, str] | None = None,
     note: str = "",
 ) -> pd.DataFrame:
-    """:func:`make_table` with the p-values read from the significance rule's JSON."""
+    """:func:`make_table` with the p-values read from the significance rule's JSON, and
+    ``unavailable_systems`` (system -> reason) expanded to every published row of those systems."""
     significance = None
     if significance_json:
         significance = json.loads(Path(significance_json).read_text(encoding="utf-8"))
+    unavailable = []
+    if unavailable_systems:
+        pub = read_published(published)
+        pub = pub[(pub["paper"] == paper) & (pub["table"] == table)]
+        for system, reason in sorted(unavailable_systems.items()):
+            rows = pub[pub["system"] == system]
+            if rows.empty:
+                raise DataError(published, f"no published row for unavailable system {system!r} of {paper}/{table}",
+                                "list only systems the paper reports")
+            unavailable.extend(
+                {"system": system, "pair": r.pair, "test_set": r.test_set, "metric": r.metric, "reason": reason}
+                for r in rows.itertuples()
+            )
     return make_table(
-        score_jsons, paper, table, published, out_tsv, unavailable=unavailable, significance=significance, note=note
+        score_jsons, paper, table, published, out_tsv, unavailable=unavailable or None, significance=significance, note=note
     )

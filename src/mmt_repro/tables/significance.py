@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 def table_significance(
     translations: dict[str, str],
     references: dict[str, str],
-    baseline: str,
+    baseline: str | dict[str, str],
     pair: str,
     out_json: Path,
     metrics: tuple[str, ...] = ("bleu", "ter"),
@@ -30,7 +30,9 @@ def table_significance(
     tokenize: str = "none",
 ) -> dict[str, float]:
     """``translations`` maps ``"system|test_set|condition|seed"`` to a hypothesis file,
-    ``references`` maps a test set to its reference file. Writes ``out_json`` with p-values keyed
+    ``references`` maps a test set to its reference file. ``baseline`` is one system for all,
+    or a map from each system to its own baseline (e.g. the pre-trained NMT_SRC+IMG against the
+    pre-trained NMT, as in Table 1 of Calixto et al.). Writes ``out_json`` with p-values keyed
     ``"system|pair|test_set|condition|metric"`` (the keys :func:`make_table` reads)."""
     runs: dict[tuple[str, str, str], tuple[int, str]] = {}
     for key, path in translations.items():
@@ -40,9 +42,10 @@ def table_significance(
             runs[(system, test_set, condition)] = (int(seed), path)
     out: dict[str, float] = {}
     for (system, test_set, condition), (_, path) in sorted(runs.items()):
-        if system == baseline:
+        base_system = baseline.get(system) if isinstance(baseline, dict) else baseline
+        if base_system is None or (system == base_system and condition == "congruent"):
             continue
-        base = runs.get((baseline, test_set, "congruent"))
+        base = runs.get((base_system, test_set, "congruent"))
         if base is None:
             continue
         refs = [read_lines(references[test_set])]

@@ -161,18 +161,24 @@ def train(
     val_features=None,
     device: str = "auto",
     init_checkpoint: Path | None = None,
+    train_image_list: Path | None = None,
 ) -> dict:
     """Train ``model_name`` and write ``best_checkpoint`` (best validation BLEU), the resumable
     ``last_checkpoint`` and the ``curve`` TSV. ``*_features`` are feature stores (objects with
     ``len`` and ``[row] -> (L, D)``) or None for text-only models. ``val_ref`` is the validation
     reference in the scoring tokenisation (BPE merged). ``init_checkpoint``: start from the
-    weights of a pre-trained checkpoint of the same model and vocabularies (fine-tuning; the
-    optimiser starts afresh). Returns a summary dict."""
+    weights of a pre-trained checkpoint with the same vocabularies (fine-tuning; the optimiser
+    starts afresh); parameters the pre-trained model lacks (the image attention when a text-only
+    model was pre-trained) keep their initialisation, and the log lists them. ``train_image_list``: one image name per training sentence, looked
+    up in ``train_features`` by name (for corpora with several sentences per image). Returns a
+    summary dict."""
     cfg = make_train_config(train_config)
     dev = pick_device(device)
     torch.manual_seed(cfg.seed)
     sv, tv = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
-    train_data = ParallelData(train_src, sv, train_tgt, tv, features=train_features, max_len=cfg.max_len)
+    train_data = ParallelData(
+        train_src, sv, train_tgt, tv, features=train_features, max_len=cfg.max_len, image_list=train_image_list
+    )
     val_data = ParallelData(val_src, sv, val_tgt, tv, features=val_features)
     refs = read_lines(val_ref)
     if len(refs) != len(val_data.src):
@@ -189,16 +195,24 @@ def train(
 
     if init_checkpoint is not None:
         init = read_checkpoint(init_checkpoint)
-        if init["model"] != model_name or init["vocab"] != vocab_info:
+        if init["vocab"] != vocab_info:
             raise DataError(
                 init_checkpoint,
-                f"pre-trained checkpoint holds {init['model']} with vocabulary {init['vocab']}, "
-                f"fine-tuning needs {model_name} with {vocab_info}",
-                "pre-train with the same model and the vocabularies of the fine-tuning data",
+                f"pre-trained with vocabularies {init['vocab']}, fine-tuning uses {vocab_info}",
+                "pre-train with the vocabularies of the fine-tuning data (same BPE codes and vocab files)",
             )
-        model.load_state_dict(init["weights"])
+        own = model.state_dict()
+        usable = {k: v for k, v in init["weights"].items() if k in own and own[k].shape == v.shape}
+        if not usable:
+            raise DataError(init_checkpoint, f"no parameter of {init['model']} fits {model_name}", "pre-train a compatible model")
+        model.load_state_dict(usable, strict=False)
+        fresh = sorted(k for k in own if k not in usable)
         configs["init_checkpoint"] = str(init_checkpoint)
-        log.info("fine-tuning from %s (pre-trained for %s steps)", init_checkpoint, init["progress"].get("step"))
+        log.info(
+            "fine-tuning from %s (%s, %s steps): %d of %d tensors initialised%s",
+            init_checkpoint, init["model"], init["progress"].get("step"), len(usable), len(own),
+            f"; fresh (not in the pre-trained model): {', '.join(fresh)}" if fresh else "",
+        )
 
     last_checkpoint = Path(last_checkpoint)
     if last_checkpoint.exists():

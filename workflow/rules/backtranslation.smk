@@ -1,0 +1,19 @@
+# Back-translation (Calixto et al. 2017, M30k_C): a target-to-source text NMT translates the
+# comparable target descriptions of the training images; the synthetic corpus pre-trains.
+
+
+rule assemble_backtranslation:
+    input:
+        unpack(backtranslation_inputs),
+    output:
+        src="results/backtranslation/{paper}/{dataset}.{pair}/synthetic.src",
+        tgt="results/backtranslation/{paper}/{dataset}.{pair}/synthetic.tgt",
+        images="results/backtranslation/{paper}/{dataset}.{pair}/images.txt",
+    log:
+        "results/logs/assemble_backtranslation/{paper}/{dataset}.{pair}.log",
+    benchmark:
+        "results/benchmarks/assemble_backtranslation/{paper}/{dataset}.{pair}.tsv"
+    conda:
+        "../../envs/text.yaml"
+    script:
+        "../scripts/assemble_backtranslation.py"
