@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from mmt_repro.io import DataError, read_lines
-from mmt_repro.metrics.mt import corpus_scores, paired_significance, score_files
+from mmt_repro.metrics.mt import (
+    aggregate_seeds,
+    chinese_bleu,
+    corpus_scores,
+    multibleu,
+    paired_significance,
+    score_files,
+)
 
 DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 VALIDATION = DATASETS / "metric-validation"
@@ -236,6 +243,12 @@ def test_multeval_example_bleu_matches_multi_bleu():
     # sacreBLEU's own 13a tokenisation re-splits the Moses tokens and moves the score
     s13a = corpus_scores(hyps, [refs], metrics=["bleu"], tokenize="13a")["bleu"]
     assert round(s13a["value"], 2) != gold
+    # the multi-bleu.perl-compatible entry point gives the same number and says so
+    mb = multibleu(hyps, [refs])
+    assert round(mb["value"], 2) == gold
+    assert mb["signature"].startswith("multi-bleu.perl-compatible|nrefs:1|case:mixed|eff:no|tok:none|smooth:none|")
+    via = corpus_scores(hyps, [refs], metrics=["bleu"], tokenize="none", bleu_compat="multi-bleu")["bleu"]
+    assert via == mb
 
 
 @pytest.mark.parametrize(
@@ -265,3 +278,99 @@ def test_multeval_example_ter_close_to_tercom():
     assert s["details"]["ref_length"] == 62774
     assert abs(s["details"]["num_edits"] - gold * 62774) <= 1
     assert round(s["value"], 2) == round(100 * gold, 2)
+
+
+# --------------------------------------------------------------------------- BLEU variants
+
+
+def test_multibleu_gives_zero_without_a_4gram_match_like_the_perl_script():
+    # hyp "a b c d e" vs ref "a b c x e": 1-grams 4/5, 2-grams 2/4, 3-grams 1/3, 4-grams 0/2.
+    # multi-bleu.perl: any zero n-gram precision -> BLEU = 0; sacreBLEU's exp smoothing replaces
+    # the 0/2 by 1 / (2^1 * 2) = 1/4 -> 100 * (4/5 * 2/4 * 1/3 * 1/4) ** 0.25
+    hyp, ref = ["a b c d e"], [["a b c x e"]]
+    assert multibleu(hyp, ref)["value"] == 0.0
+    smoothed = corpus_scores(hyp, ref, metrics=["bleu"], tokenize="none")["bleu"]["value"]
+    assert smoothed == pytest.approx(100 * (4 / 5 * 2 / 4 * 1 / 3 * 1 / 4) ** 0.25)
+    assert multibleu(["The Cat"], [["the cat"]], lowercase=True)["signature"].startswith(
+        "multi-bleu.perl-compatible|nrefs:1|case:lc|"
+    )
+    with pytest.raises(ValueError, match="tokenize='none'"):
+        corpus_scores(hyp, ref, metrics=["bleu"], bleu_compat="multi-bleu")
+    with pytest.raises(ValueError, match="valid: sacrebleu, multi-bleu"):
+        corpus_scores(hyp, ref, bleu_compat="moses")
+
+
+def test_chinese_bleu_declares_its_segmentation():
+    hyp, ref = ["我 爱 北京 天安门"], [["我 爱 北京 的 天安门"]]
+    # char (and zh: all CJK) -> hyp 我 爱 北 京 天 安 门 (7) vs ref 我 爱 北 京 的 天 安 门 (8)
+    #   1-grams 7/7, 2-grams 5/6 (京天 is not in the ref), 3-grams 3/5, 4-grams 1/4
+    #   BP = exp(1 - 8/7)
+    by_char = 100 * math.exp(1 - 8 / 7) * (7 / 7 * 5 / 6 * 3 / 5 * 1 / 4) ** 0.25
+    # none (the given word segmentation): 1-grams 4/4, 2-grams 2/3, 3-grams 1/2, 4-grams 0/1 ->
+    #   exp smoothing 1/(2 * 1); BP = exp(1 - 5/4)
+    by_word = 100 * math.exp(1 - 5 / 4) * (4 / 4 * 2 / 3 * 1 / 2 * 1 / 2) ** 0.25
+    char = chinese_bleu(hyp, ref, tokenize="char")
+    zh = chinese_bleu(hyp, ref, tokenize="zh")
+    none = chinese_bleu(hyp, ref, tokenize="none")
+    assert char["value"] == pytest.approx(by_char) and zh["value"] == pytest.approx(by_char)
+    assert none["value"] == pytest.approx(by_word)
+    assert "|tok:char|" in char["signature"] and "|tok:zh|" in zh["signature"] and "|tok:none|" in none["signature"]
+    with pytest.raises(ValueError, match="declared segmentation"):
+        chinese_bleu(hyp, ref, tokenize="13a")
+    with pytest.raises(ValueError, match="declared segmentation"):
+        corpus_scores(hyp, ref, metrics=["bleu"], lang="zh")  # default 13a is refused for Chinese
+    assert corpus_scores(hyp, ref, metrics=["bleu"], lang="zh", tokenize="zh")["bleu"] == zh
+
+
+# --------------------------------------------------------------------------- METEOR and CIDEr wiring
+
+
+def test_corpus_scores_meteor_and_cider(tmp_path):
+    import shutil
+
+    from mmt_repro.metrics.meteor import bundled_jar
+
+    if shutil.which("java") is None or bundled_jar() is None:
+        pytest.skip("METEOR needs java and pycocoevalcap==1.2 (bundled meteor-1.5.jar)")
+    hyps = ["ein mann fährt rad .", "zwei hunde spielen ."]
+    refs = ["ein mann fährt fahrrad .", "zwei hunde spielen im schnee ."]
+    with pytest.raises(ValueError, match="needs lang"):
+        corpus_scores(hyps, [refs], metrics=["meteor"])
+    hyp, ref = tmp_path / "hyp.de", tmp_path / "ref.de"
+    hyp.write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    ref.write_text("\n".join(refs) + "\n", encoding="utf-8")
+    # lang comes from meta["pair"] = en-de; the jar in file mode gives 0.5254529767040553 for
+    # these lines with -l de -norm -m "exact stem" (no German paraphrase table in the wheel)
+    result = score_files(hyp, [ref], tmp_path / "s.json", meta=_meta(), metrics=["bleu", "meteor", "cider"], tokenize="none")
+    met = result["scores"]["meteor"]
+    assert met["value"] == pytest.approx(52.54529767040553, abs=1e-9)
+    assert met["signature"].startswith("meteor-1.5|lang:de|modules:exact,stem|")
+    assert "|paraphrase:missing|" in met["signature"] and met["signature"].endswith("|official:no")
+    assert result["scores"]["cider"]["signature"].startswith("cider-d|n:4|sigma:6|nrefs:1|")
+    assert json.loads((tmp_path / "s.json").read_text(encoding="utf-8")) == result
+
+
+# --------------------------------------------------------------------------- bootstrap details and seeds
+
+
+def test_paired_bootstrap_details():
+    refs = _BASE * 8
+    weak = [" ".join(s.split()[:3]) + " thing" for s in refs]
+    d = paired_significance(weak, refs, [refs], metric="bleu", test="bs", n_samples=200, details=True)
+    assert d["test"] == "bs" and d["n_samples"] == 200 and d["p_value"] < 0.01
+    assert d["system"]["score"] == pytest.approx(100.0)
+    assert d["baseline"]["score"] == pytest.approx(corpus_scores(weak, [refs], metrics=["bleu"])["bleu"]["value"])
+    assert d["baseline"]["mean"] is not None and d["baseline"]["ci"] >= 0
+    assert d["signature"].startswith("nrefs:1|")
+    same = paired_significance(weak, list(weak), [refs], test="bs", n_samples=50, details=True)
+    assert same["p_value"] == 1.0 and same["system"]["score"] == same["baseline"]["score"]
+
+
+def test_aggregate_seeds():
+    mean, std, n = aggregate_seeds([51.0, 51.4, 50.6])
+    assert (mean, n) == (pytest.approx(51.0), 3)
+    # deviations -0, 0.4, -0.4 -> sample variance (0.16 + 0.16) / 2 = 0.16 -> std 0.4
+    assert std == pytest.approx(0.4)
+    assert aggregate_seeds([33.3]) == (33.3, None, 1)
+    with pytest.raises(ValueError, match="no values"):
+        aggregate_seeds([])

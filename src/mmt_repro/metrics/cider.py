@@ -63,44 +63,60 @@ def cider_d_segments(
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs_per_segment)} reference sets")
     if not hyps:
         raise ValueError("no segments to score")
-    hyp_counts = [_ngrams(_prepare(h, lowercase, remove_punct), n) for h in hyps]
-    ref_counts = []
+    hyp_tokens = [tuple(_prepare(h, lowercase, remove_punct)) for h in hyps]
+    ref_tokens = []
     for i, refs in enumerate(refs_per_segment):
         if not refs:
             raise ValueError(f"segment {i} has no reference")
-        ref_counts.append([_ngrams(_prepare(r, lowercase, remove_punct), n) for r in refs])
+        ref_tokens.append([tuple(_prepare(r, lowercase, remove_punct)) for r in refs])
+    counts_of: dict[tuple, Counter] = {}  # sentences repeat (shared references): count once
+
+    def counts(tokens: tuple) -> Counter:
+        if tokens not in counts_of:
+            counts_of[tokens] = _ngrams(tokens, n)
+        return counts_of[tokens]
 
     df: Counter = Counter()
-    for refs in ref_counts:
-        df.update({g for counts in refs for g in counts})
-    log_n = math.log(float(len(ref_counts)))
+    for refs in ref_tokens:
+        df.update({g for r in refs for g in counts(r)})
+    log_n = math.log(float(len(ref_tokens)))
+    vectors: dict[tuple, tuple] = {}
 
-    def vectorise(counts: Counter):
+    def vectorise(tokens: tuple):
+        """tf-idf vector per order, its norms, and coco's length (number of bigrams)."""
+        if tokens in vectors:
+            return vectors[tokens]
         vec: list[dict] = [{} for _ in range(n)]
         sq = [0.0] * n
         length = 0
-        for g, tf in counts.items():
+        for g, tf in counts(tokens).items():
             k = len(g) - 1
             w = float(tf) * (log_n - math.log(max(1.0, df[g])))
             vec[k][g] = w
             sq[k] += w * w
             if k == 1:  # coco-caption's length: number of bigrams
                 length += tf
-        return vec, [math.sqrt(s) for s in sq], length
+        vectors[tokens] = (vec, [math.sqrt(x) for x in sq], length)
+        return vectors[tokens]
 
     scores = []
-    for hc, rcs in zip(hyp_counts, ref_counts):
-        vh, nh, lh = vectorise(hc)
+    for ht, rts in zip(hyp_tokens, ref_tokens):
+        vh, nh, lh = vectorise(ht)
         total = [0.0] * n
-        for rc in rcs:
-            vr, nr, lr = vectorise(rc)
+        for rt in rts:
+            vr, nr, lr = vectorise(rt)
             penalty = math.exp(-((lh - lr) ** 2) / (2 * sigma**2))
             for k in range(n):
-                dot = sum(min(w, vr[k].get(g, 0.0)) * vr[k].get(g, 0.0) for g, w in vh[k].items())
+                ref_k = vr[k]
+                dot = 0.0
+                for g, w in vh[k].items():
+                    wr = ref_k.get(g)
+                    if wr is not None:
+                        dot += min(w, wr) * wr
                 if nh[k] != 0 and nr[k] != 0:
                     dot /= nh[k] * nr[k]
                 total[k] += dot * penalty
-        scores.append(10.0 * (sum(total) / n) / len(rcs))
+        scores.append(10.0 * (sum(total) / n) / len(rts))
     return scores
 
 

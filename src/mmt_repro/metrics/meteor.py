@@ -233,7 +233,7 @@ def _plan(lang: str, norm: bool, jar: Path, extra_args: Sequence[str]) -> dict:
 
 
 def _signature(plan: dict, lang: str, nrefs: int) -> str:
-    lang_tag = lang if plan["key"] == lang else f"{lang}->{plan['code']}"
+    lang_tag = lang if plan["code"] == lang else f"{lang}->{plan['code']}"
     parts = [
         "meteor-1.5",
         f"lang:{lang_tag}",
