@@ -24,6 +24,9 @@ min_version("9.0")
 configfile: Path(workflow.basedir) / "config" / "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/text.smk"
@@ -38,4 +41,5 @@ include: "workflow/rules/tables.smk"
 rule all:
     input:
         "results/tables/all.tsv",
+        all_figures(),
     default_target: True

@@ -154,12 +154,34 @@ def run_stem(paper, table, system, test_set, seed, condition):
     return f"{paper}/{system}/{t['dataset']}.{test_set}.{t['pair']}.seed{seed}.{condition}"
 
 
+def table_kind(paper, table):
+    return config["papers"][paper]["tables"][table].get("kind", "translation")
+
+
 def table_scores(paper, table):
+    """Score files of a table: translation scores, or beta-gate shares for attention tables."""
+    if table_kind(paper, table) == "attention":
+        t = config["papers"][paper]["tables"][table]
+        return [
+            f"results/scores/{paper}/{system}/{t['dataset']}.{test_set}.{t['pair']}.seed{seed}.beta.json"
+            for system in t["systems"] for test_set in t["test_sets"] for seed in t["seeds"]
+        ]
     return [f"results/scores/{run_stem(paper, table, *run)}.json" for run in table_runs(paper, table)]
 
 
 def all_tables():
     return [f"results/tables/{paper}/{table}.tsv" for paper, table, _ in enabled_tables()]
+
+
+def all_figures():
+    """A scores figure per table, and the attention figure of attention tables."""
+    figures = [f"results/figures/{paper}/{table}.scores.png" for paper, table, _ in enabled_tables()]
+    figures += [
+        f"results/figures/{paper}/{table}.attention.png"
+        for paper, table, _ in enabled_tables()
+        if table_kind(paper, table) == "attention"
+    ]
+    return figures
 
 
 # ---------------------------------------------------------------- input functions for rules
@@ -284,7 +306,7 @@ def translate_inputs(wildcards):
     if multimodal(paper, wildcards.system):
         files = feature_files(ds, paper_features(paper, ds), wildcards.split)
         inputs["features_npy"], inputs["features_index"] = files["npy"], files["index"]
-    elif wildcards.condition == "shuffled":
+    elif getattr(wildcards, "condition", "congruent") == "shuffled":
         raise ValueError(f"{paper}.{wildcards.system} reads no images: no shuffled-image condition")
     return inputs
 
@@ -414,7 +436,8 @@ def table_pair(wildcards):
 
 
 def significance_metrics(wildcards):
-    return [m for m in config["scoring"]["metrics"] if m in ("bleu", "ter", "meteor")]
+    # METEOR p-values would need Meteor's per-segment statistics (MultEval): not computed yet.
+    return [m for m in config["scoring"]["metrics"] if m in ("bleu", "ter")]
 
 
 def table_note(wildcards):
@@ -423,3 +446,43 @@ def table_note(wildcards):
 
 def table_unavailable(wildcards):
     return dict(table_config(wildcards).get("unavailable", {}))
+
+
+def make_table_inputs(wildcards):
+    inputs = {"scores": table_scores(wildcards.paper, wildcards.table), "published": PUBLISHED}
+    if table_kind(wildcards.paper, wildcards.table) == "translation":
+        inputs["significance"] = f"results/significance/{wildcards.paper}/{wildcards.table}.json"
+    return inputs
+
+
+def attention_inputs(wildcards):
+    """The same inputs as a translation (checkpoint, source, vocabularies, features)."""
+    return translate_inputs(wildcards)
+
+
+def beta_meta(wildcards):
+    table = next(
+        (name for p, name, t in enabled_tables()
+         if p == wildcards.paper and t.get("kind") == "attention" and wildcards.split in t["test_sets"]),
+        "",
+    )
+    return {
+        "paper": wildcards.paper,
+        "table": table,
+        "system": wildcards.system,
+        "dataset": wildcards.dataset,
+        "pair": wildcards.pair,
+        "test_set": wildcards.split,
+        "seed": int(wildcards.seed),
+        "condition": "congruent",
+    }
+
+
+def attention_dump_for_figure(wildcards):
+    t = table_config(wildcards)
+    system, test_set, seed = t["systems"][0], t["test_sets"][0], t["seeds"][0]
+    return f"results/attention/{wildcards.paper}/{system}/{t['dataset']}.{test_set}.{t['pair']}.seed{seed}.pt"
+
+
+def figure_sentence(wildcards):
+    return table_config(wildcards).get("sentence", 0)

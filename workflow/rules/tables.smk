@@ -27,11 +27,14 @@ rule test_significance:
 
 rule make_table:
     input:
-        scores=table_score_files,
-        published=PUBLISHED,
-        significance="results/significance/{paper}/{table}.json",
+        unpack(make_table_inputs),
     output:
-        "results/tables/{paper}/{table}.tsv",
+        report(
+            "results/tables/{paper}/{table}.tsv",
+            caption="../report/table.rst",
+            category="Tables",
+            subcategory="{paper}",
+        ),
     params:
         note=table_note,
         unavailable=table_unavailable,
@@ -61,3 +64,49 @@ rule gather_tables:
         "../../envs/eval.yaml"
     script:
         "../scripts/gather_tables.py"
+
+
+rule plot_scores:
+    input:
+        "results/tables/{paper}/{table}.tsv",
+    output:
+        png=report(
+            "results/figures/{paper}/{table}.scores.png",
+            caption="../report/scores_figure.rst",
+            category="Figures",
+            subcategory="{paper}",
+        ),
+        pdf="results/figures/{paper}/{table}.scores.pdf",
+    log:
+        "results/logs/plot_scores/{paper}/{table}.log",
+    benchmark:
+        "results/benchmarks/plot_scores/{paper}/{table}.tsv"
+    localrule: True
+    conda:
+        "../../envs/eval.yaml"
+    script:
+        "../scripts/plot_scores.py"
+
+
+rule plot_attention:
+    input:
+        attention_dump_for_figure,
+    output:
+        png=report(
+            "results/figures/{paper}/{table}.attention.png",
+            caption="../report/attention_figure.rst",
+            category="Figures",
+            subcategory="{paper}",
+        ),
+        pdf="results/figures/{paper}/{table}.attention.pdf",
+    params:
+        index=figure_sentence,
+    log:
+        "results/logs/plot_attention/{paper}/{table}.log",
+    benchmark:
+        "results/benchmarks/plot_attention/{paper}/{table}.tsv"
+    localrule: True
+    conda:
+        "../../envs/eval.yaml"
+    script:
+        "../scripts/plot_attention.py"

@@ -13,4 +13,6 @@ run_step(
     meta=dict(snakemake.params.meta),
     metrics=tuple(snakemake.params.metrics),
     tokenize=snakemake.params.tokenize,
+    bleu_compat=snakemake.params.bleu_compat,
+    meteor_jar=snakemake.params.meteor_jar,
 )

@@ -84,3 +84,65 @@ def translate(
     }
     log.info("translated %s -> %s: %s", src, out, info)
     return info
+
+
+def dump_attention(
+    checkpoint: Path,
+    src: Path,
+    out: Path,
+    src_vocab: Path,
+    tgt_vocab: Path,
+    features_npy: Path | None = None,
+    features_index: Path | None = None,
+    max_len: int = 80,
+    batch_size: int = 32,
+    device: str = "auto",
+) -> dict:
+    """Greedy-decode ``src`` and save, per sentence, the attention weights and gates of every
+    step (``alpha_src (T, S)``, ``alpha_img (T, L)``, ``beta (T,)``) with the source and
+    hypothesis tokens as the model saw and emitted them (``torch.save`` of a list of dicts)."""
+    dev = pick_device(device)
+    model, ckpt = load_model(checkpoint, device=dev)
+    sv, tv = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
+    check_vocab(ckpt, checkpoint, sv.fingerprint(), tv.fingerprint())
+    feats = open_features(features_npy, features_index) if getattr(model, "use_image", False) else None
+    data = ParallelData(src, sv, features=feats)
+    dumps = []
+    with torch.inference_mode():
+        for batch in data.eval_batches(batch_size):
+            ids = batch["ids"].tolist()
+            hyps, infos = greedy(model, move(batch, dev), max_len, Vocab.bos_id, Vocab.eos_id, collect_info=True)
+            for i, hyp, info in zip(ids, hyps, infos):
+                entry = {k: v.float() for k, v in info.items()}
+                entry["src_tokens"] = [sv.id_to_token(t) for t in data.src[i]]
+                entry["hyp_tokens"] = tv.decode(hyp)
+                dumps.append(entry)
+    with atomic_path(out) as tmp:
+        torch.save(dumps, tmp)
+    return {"sentences": len(dumps), "model": ckpt["model"]}
+
+
+def beta_scores(dump: Path, out_json: Path, meta: dict) -> dict:
+    """Shares (in %) of emitted target tokens whose beta gate exceeds 0.5 and 0.8 (Calixto et
+    al. 2017, section 5.2: 20% and 8%), as a score JSON that :func:`make_table` reads."""
+    import json
+
+    from ..io import atomic_write
+    from ..metrics.figures import beta_shares
+
+    dumps = torch.load(dump, weights_only=False)
+    if not dumps or "beta" not in dumps[0]:
+        raise DataError(dump, "attention dump has no beta gate", "dump a model with image attention (NMT_SRC+IMG)")
+    shares = beta_shares(dumps, hyp_lengths=[len(d["hyp_tokens"]) for d in dumps])
+    sig = "beta share|greedy|emitted tokens (no <eos>)|n_sentences:%d" % len(dumps)
+    result = {
+        "meta": meta,
+        "scores": {
+            "beta_gt_0.5": {"value": round(100.0 * shares["gt_0.5"], 4), "signature": sig},
+            "beta_gt_0.8": {"value": round(100.0 * shares["gt_0.8"], 4), "signature": sig},
+        },
+        "n_sentences": len(dumps),
+    }
+    with atomic_write(out_json) as fh:
+        json.dump(result, fh, indent=1, sort_keys=True)
+    return result
