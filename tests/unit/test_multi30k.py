@@ -197,3 +197,22 @@ def test_check_parallel_non_utf8_names_file(tmp_path):
     with pytest.raises(DataError, match="not valid UTF-8") as info:
         check_parallel([a])
     assert str(a) in str(info.value)
+
+
+def test_comparable_descriptions_from_the_mirror():
+    """Multi30k task 2 (M30k_C): five German descriptions per training image, 29,000 lines each."""
+    from mmt_repro.data.multi30k import fetch_multi30k_comparable, fetch_multi30k_comparable_image_list
+
+    mirror = MIRROR
+    if not (mirror / "task2").exists():
+        pytest.skip(f"needs Multi30k task 2 at {mirror / 'task2'}")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = fetch_multi30k_comparable(3, "de", Path(tmp) / "c3.de", mirror=mirror)
+        lines = out.read_text(encoding="utf-8").splitlines()
+        assert len(lines) == 29000 and lines[0] == "Zwei Männer gucken sich einen Busch im Garten an."
+        images = fetch_multi30k_comparable_image_list(Path(tmp) / "imgs.txt", mirror=mirror)
+        assert images.read_text().splitlines()[:2] == ["1000092795.jpg", "10002456.jpg"]
+    with pytest.raises(DataError, match="1-5"):
+        fetch_multi30k_comparable(6, "de", Path("unused"), mirror=mirror)
