@@ -84,16 +84,50 @@ def smoke_run(tmp_path_factory):
 def test_smoke_all_tsv_has_the_expected_rows(smoke_run):
     table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
     assert list(table.columns[:8]) == ["paper", "table", "system", "pair", "test_set", "condition", "metric", "ours"]
-    rows = set(zip(table.system, table.condition, table.metric))
-    for metric in ("bleu", "chrf3", "ter"):
+    assert set(table.paper) == {"doubly_attentive"} and set(table.table) == {"grounded", "table1", "figure2"}
+    grounded = table[table.table == "grounded"]
+    rows = set(zip(grounded.system, grounded.condition, grounded.metric))
+    for metric in ("bleu", "meteor", "chrf3", "ter"):
         assert ("nmt", "congruent", metric) in rows
         assert ("nmt_src_img", "congruent", metric) in rows
         assert ("nmt_src_img", "shuffled", metric) in rows
-    assert not ("nmt", "shuffled", "bleu") in rows  # text-only systems have no image to shuffle
-    assert set(table.paper) == {"doubly_attentive"} and set(table.table) == {"grounded"}
-    assert (table.paper_value == "").all()  # smoke rows carry no paper value
-    assert (table.n_seeds.astype(int) == 1).all()
-    assert table.signature.str.contains("version").all()
+    assert ("nmt", "shuffled", "bleu") not in rows  # text-only systems have no image to shuffle
+    assert (grounded.paper_value == "").all()  # smoke rows carry no paper value
+    assert (grounded.n_seeds.astype(int) == 1).all()
+    assert grounded.signature.str.contains("version|meteor-1.5").all()
+    # METEOR on German runs offline without paraphrases, and its signature says so.
+    assert grounded[grounded.metric == "meteor"].signature.str.contains("paraphrase:missing").all()
+    # p-values against the baseline for the image model only.
+    p = grounded[(grounded.metric == "bleu") & (grounded.system == "nmt_src_img") & (grounded.condition == "congruent")]
+    assert float(p.p_value.iloc[0]) < 0.05
+
+    t1 = table[table.table == "table1"]
+    ours = t1[t1.ours != ""]
+    assert set(ours.system) == {"nmt", "nmt_src_img", "nmt_bt", "nmt_src_img_bt", "nmt_wmt", "nmt_src_img_wmt"}
+    assert ours.note.str.contains("grounded synthetic stand-in").all()
+    pbsmt = t1[t1.system.str.startswith("pbsmt")]
+    assert len(pbsmt) > 0 and (pbsmt.ours == "").all() and pbsmt.note.str.contains("Moses").all()
+    # The paper's numbers are kept for reference on its own test set, never in our column.
+    published = t1[t1.test_set == "test_2016_flickr"]
+    assert (published.ours == "").all() and (published.paper_value != "").all()
+
+    f2 = table[(table.table == "figure2") & (table.ours != "")]
+    assert set(f2.metric) == {"beta_gt_0.5", "beta_gt_0.8"}
+    shares = dict(zip(f2.metric, f2.ours.astype(float)))
+    assert 0 <= shares["beta_gt_0.8"] <= shares["beta_gt_0.5"] <= 100
+
+
+@pytest.mark.workflow
+def test_smoke_figures_and_report(smoke_run):
+    figures = smoke_run / "results" / "figures" / "doubly_attentive"
+    for name in ("grounded.scores", "table1.scores", "figure2.scores", "figure2.attention"):
+        assert (figures / f"{name}.png").stat().st_size > 1000
+        assert (figures / f"{name}.pdf").exists()
+    res = snakemake("--directory", str(smoke_run), "--configfile", str(REPO / "config" / "smoke.yaml"),
+                    "--report", str(smoke_run / "report.html"))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    html = (smoke_run / "report.html").read_text(errors="replace")
+    assert "figure2.attention.png" in html and "table1.tsv" in html
 
 
 @pytest.mark.workflow
@@ -112,7 +146,7 @@ def test_smoke_outputs_have_logs_benchmarks_and_curves(smoke_run):
     assert any((results / "logs" / "train_model").rglob("*.log"))
     assert any((results / "benchmarks" / "train_model").rglob("*.tsv"))
     curves = list((results / "models").rglob("*.curve.tsv"))
-    assert len(curves) == 2
+    assert len(curves) == 10  # 2 + reverse model + 3 pre-trained + 4 fine-tuned systems
     for curve in curves:
         rows = curve.read_text().splitlines()
         assert rows[0].startswith("epoch\tstep\ttrain_loss\tval_bleu") and len(rows) >= 2
