@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import urllib.error
 from pathlib import Path
 
@@ -20,6 +21,25 @@ from mmt_repro.features.store import FeatureStore, extract_features, standardize
 from mmt_repro.io import DataError, write_lines
 
 SIZE = 64
+_REAL_CALL = ex_mod.ResNet50Extractor.__call__
+_BUILT: dict = {}
+
+
+@pytest.fixture(autouse=True)
+def _reuse_random_extractors(monkeypatch):
+    """extract_features builds its extractor on every call; a random-init one is a pure function
+    of its arguments, so the tests share them (construction dominates these tiny runs)."""
+    real = ex_mod.get_extractor
+
+    def cached(name, layer, weights="imagenet", image_size=224, seed=0):
+        if weights != "random":
+            return real(name, layer, weights=weights, image_size=image_size, seed=seed)
+        key = (name, layer, image_size, seed)
+        if key not in _BUILT:
+            _BUILT[key] = real(name, layer, weights=weights, image_size=image_size, seed=seed)
+        return _BUILT[key]
+
+    monkeypatch.setattr(ex_mod, "get_extractor", cached)
 
 
 @pytest.fixture(scope="module")
@@ -220,3 +240,67 @@ def test_standardize_store(images, tmp_path):
         standardize_store(pool_npy, pool_idx, tmp_path / "x.npy", tmp_path / "x.parquet", stats_from=stats)
     with pytest.raises(DataError, match="do not exist"):
         standardize_store(te_npy, te_idx, tmp_path / "x.npy", tmp_path / "x.parquet", stats_from=tmp_path / "no.npz")
+
+
+class _Interrupt(RuntimeError):
+    """Stands for a killed job (any error that is not bad input)."""
+
+
+def _counting(monkeypatch, fail_on_call: int | None = None) -> list[int]:
+    """Count extractor calls (one per batch); raise on call number ``fail_on_call``."""
+    calls: list[int] = []
+
+    def counted(self, batch):
+        calls.append(batch.shape[0])
+        if fail_on_call is not None and len(calls) == fail_on_call:
+            raise _Interrupt("simulated interruption")
+        return _REAL_CALL(self, batch)
+
+    monkeypatch.setattr(ex_mod.ResNet50Extractor, "__call__", counted)
+    return calls
+
+
+def test_interrupted_extraction_resumes_from_done_chunks(images, tmp_path, monkeypatch):
+    names = [f"train_{i:05d}.png" for i in range(7)]  # chunks of 2: [0,1] [2,3] [4,5] [6]
+    ref_npy, ref_idx, _ = _extract(images, tmp_path / "ref", names, batch_size=2, chunk_size=2)
+    out = tmp_path / "run"
+    calls = _counting(monkeypatch, fail_on_call=3)  # batch = chunk here: dies in chunk 3
+    with pytest.raises(_Interrupt):
+        _extract(images, out, names, batch_size=2, chunk_size=2)
+    assert not (out / "f.npy").exists() and not (out / "f.parquet").exists()
+    progress = out / ".f.npy.progress.json"
+    assert progress.is_file() and (out / ".f.npy.partial.npy").is_file()
+    assert json.loads(progress.read_text())["done"] == [0, 1]
+    assert not list(out.glob(".f.parquet*"))  # the index appears only at the very end
+
+    calls = _counting(monkeypatch)
+    npy, idx, info = _extract(images, out, names, batch_size=2, chunk_size=2)
+    assert calls == [2, 1]  # only chunks 3 and 4 ran again
+    assert info["resumed_chunks"] == 2 and any("resuming" in line for line in info["logs"])
+    np.testing.assert_array_equal(np.load(npy), np.load(ref_npy))
+    assert FeatureStore(npy, idx).images == FeatureStore(ref_npy, ref_idx).images
+    assert sorted(p.name for p in out.iterdir()) == ["f.npy", "f.parquet", "f.txt"]  # no partial files left
+
+
+def test_partial_run_with_other_inputs_is_discarded(images, tmp_path, monkeypatch):
+    names = [f"train_{i:05d}.png" for i in range(6)]
+    _counting(monkeypatch, fail_on_call=2)
+    with pytest.raises(_Interrupt):
+        _extract(images, tmp_path, names, batch_size=2, chunk_size=2)
+    calls = _counting(monkeypatch)
+    other = names[::-1]  # same size, other order: a different fingerprint
+    npy, _, info = _extract(images, tmp_path, other, batch_size=2, chunk_size=2)
+    assert calls == [2, 2, 2] and info["resumed_chunks"] == 0
+    assert any("discarding partial" in line for line in info["logs"])
+
+
+def test_shape_mismatches_are_data_errors(images, tmp_path, monkeypatch):
+    monkeypatch.setattr(ex_mod.ResNet50Extractor, "__call__", lambda self, b: _REAL_CALL(self, b)[:, :-1])
+    with pytest.raises(DataError, match=r"shape \(2, 15, 1024\).*expected \(2, 16, 1024\)"):
+        _extract(images, tmp_path, ["train_00000.png", "train_00001.png"], batch_size=2)
+    assert list(tmp_path.glob(".f.*")) == [] and not (tmp_path / "f.npy").exists()
+    monkeypatch.setattr(ex_mod.ResNet50Extractor, "__call__", _REAL_CALL)
+    a_npy, a_idx, _ = _extract(images, tmp_path, ["train_00000.png"], tag="a")
+    b_npy, b_idx, _ = _extract(images, tmp_path, ["train_00000.png"], tag="b", layer="pool5")
+    with pytest.raises(DataError, match=r"array shape \(1, 1, 2048\) differs from the shape \(1, 16, 1024\)"):
+        FeatureStore(b_npy, a_idx)

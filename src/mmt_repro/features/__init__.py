@@ -1,0 +1,18 @@
+"""Every view of an image or video the papers read, stored for fast training.
+
+=====================  ================================================  ======================
+view                   writer                                            store read with
+=====================  ================================================  ======================
+ResNet-50 grid/pooled  :func:`store.extract_features` (res4f, res5c,     :class:`store.FeatureStore`
+                       pool5), ``import_pretrained("resnet50")``
+object regions         :func:`regions.extract_regions` (torchvision      :class:`regions.RegionStore`
+                       1024-d, detectron2 2048-d), ``import_pretrained
+                       ("butd")``
+video segments         :func:`video.extract_video_features` (I3D),       :class:`store.FeatureStore`
+                       ``import_pretrained("vatex_i3d")``
+=====================  ================================================  ======================
+
+All stores are float16 ``.npy`` arrays ``(N, slots, D)`` whose row ``i`` is line ``i`` of the
+split's image or video list, plus a Parquet index (names, valid slots per row, metadata);
+writing is chunked, resumable and atomic (:mod:`mmt_repro.features.store`).
+"""

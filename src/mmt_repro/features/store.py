@@ -149,6 +149,12 @@ def row_status(feats: np.ndarray) -> np.ndarray:
     return out
 
 
+def to_float16(x: np.ndarray) -> np.ndarray:
+    """Cast to float16 without overflow warnings (:func:`row_status` reports overflowing rows)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(x).astype(np.float16)
+
+
 def raise_for_status(status: np.ndarray, names: list[str], out: Path, what: str, fix: str) -> None:
     """DataError naming every row whose features are NaN/Inf or overflow float16."""
     bad = np.flatnonzero(status != ROW_OK)
@@ -439,7 +445,7 @@ def extract_features(
                                     f"{len(chunk)} images, expected {(len(chunk), L, D)}",
                                     "the extractor's output_shape disagrees with its output: fix the extractor")
                 status[start:start + len(chunk)] = row_status(feats)
-                arr[start:start + len(chunk)] = feats.astype(np.float16)
+                arr[start:start + len(chunk)] = to_float16(feats)
                 done_now += len(chunk)
         if unreadable:
             raise DataError(image_dir, _list_problems("unreadable", unreadable, image_dir),

@@ -1,0 +1,286 @@
+"""Region features: selection by hand, a stub backend for the store, and the torchvision
+detector (random weights, small images) on two real COCO images."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import urllib.error
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from mmt_repro.features import regions as rg
+from mmt_repro.features.regions import (
+    MissingBackendError,
+    RegionBackend,
+    Regions,
+    RegionStore,
+    box_geometry,
+    extract_regions,
+    get_region_backend,
+    proposal_confidence,
+    select_boxes,
+)
+from mmt_repro.features.store import FeatureStore, standardize_store
+from mmt_repro.io import DataError, write_lines
+
+MEDIA = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "sample-media"
+COCO = ["COCO_train2014_000000398172.jpg", "COCO_train2014_000000398177.jpg", "COCO_train2014_000000398200.jpg"]
+SIZES = {COCO[0]: (427, 640), COCO[1]: (640, 640), COCO[2]: (640, 480)}
+DETECTOR = dict(min_size=128, max_size=200, proposals=48)  # small and fast on CPU
+
+needs_media = pytest.mark.skipif(not all((MEDIA / n).is_file() for n in COCO),
+                                 reason=f"sample images not found under {MEDIA} (shared/datasets/sample-media)")
+
+
+# -- selection and geometry, checked by hand -------------------------------------------
+
+def test_select_boxes_top_k_and_confidence_range():
+    conf = torch.tensor([0.1, 0.5, 0.3, 0.25, 0.05])
+    assert select_boxes(conf, 2, 3, 0.2).tolist() == [1, 2, 3]  # 3 above 0.2, within 2..3
+    assert select_boxes(conf, 2, 3, 0.4).tolist() == [1, 2]  # 1 above 0.4 -> at least 2
+    assert select_boxes(conf, 1, 2, 0.0).tolist() == [1, 2]  # all above 0 -> at most 2
+    assert select_boxes(conf, 3, 3, 0.9).tolist() == [1, 2, 3]  # top-K ignores the threshold
+    assert select_boxes(conf, 10, 10, 0.2).tolist() == [1, 2, 3, 0, 4]  # fewer proposals than K
+
+
+def test_proposal_confidence_per_class_nms():
+    boxes = torch.tensor([[0.0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30]])  # p0 and p1 overlap (IoU .81)
+    scores = torch.tensor([[0.3, 0.6, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]])  # background first
+    conf, best = proposal_confidence(scores, boxes, 0.3)
+    # class 1 keeps p0 (.6) and p2 (.1), suppresses p1; class 2 keeps p1 (.4) and p2 (.3), suppresses p0
+    torch.testing.assert_close(conf, torch.tensor([0.6, 0.4, 0.3]))
+    assert best.tolist() == [1, 2, 2]
+    per_class = boxes[:, None, :].expand(3, 3, 4)  # per-class boxes give the same answer here
+    torch.testing.assert_close(proposal_confidence(scores, per_class, 0.3)[0], conf)
+
+
+def test_box_geometry():
+    g = box_geometry(np.array([[10, 20, 50, 80], [0, 0, 100, 200]]), 100, 200)
+    np.testing.assert_allclose(g, [[0.1, 0.1, 0.5, 0.4, 0.4, 0.3], [0, 0, 1, 1, 1, 1]], rtol=1e-6)
+    both = box_geometry(np.zeros((2, 3, 4)), np.array([10, 20]), np.array([5, 5]))
+    assert both.shape == (2, 3, 6)
+
+
+def test_unknown_backend_and_missing_detectron2():
+    with pytest.raises(ValueError, match=r"torchvision \(1024-d\).*detectron2 \(2048-d\)"):
+        get_region_backend("yolo", "random")
+    assert rg.available_backends() == {"torchvision": 1024, "detectron2": 2048}
+    try:
+        import detectron2  # noqa: F401
+    except ImportError:
+        with pytest.raises(MissingBackendError) as err:
+            get_region_backend("detectron2", "weights.pkl", config_file="cfg.yaml")
+        msg = str(err.value)
+        assert "'detectron2'" in msg and "backend: torchvision" in msg
+        assert isinstance(err.value, ImportError) and isinstance(err.value, DataError)
+    else:
+        pytest.skip("detectron2 is installed here; its missing-package message cannot be checked")
+
+
+def test_coco_weights_offline_is_a_data_error(monkeypatch):
+    from torchvision.models.detection import FasterRCNN_ResNet50_FPN_V2_Weights
+
+    def offline(self, *args, **kwargs):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(type(FasterRCNN_ResNet50_FPN_V2_Weights.COCO_V1), "get_state_dict", offline)
+    with pytest.raises(DataError, match="COCO_V1") as err:
+        get_region_backend("torchvision", "coco", **DETECTOR)
+    assert "pre-download" in str(err.value) and "random" in str(err.value)
+
+
+# -- the store, with a stub backend (no detector) --------------------------------------
+
+class StubRegions(RegionBackend):
+    """Box counts 2, 4, 3, 2, 4, 3, ... (in call order); feature j of a region is its rank."""
+
+    name, feature_dim = "stub", 8
+    counts = (2, 4, 3)
+
+    def __init__(self, **kw):
+        self.weights_desc, self.min_size, self.max_size = "stub weights", 1, 1
+        self.calls = 0
+        StubRegions.instance = self
+
+    def to(self, device):
+        return self
+
+    def __call__(self, images, min_boxes, max_boxes, conf_thresh, full_image=False):
+        out = []
+        for im in images:
+            k = min(max_boxes, self.counts[self.calls % 3])
+            self.calls += 1
+            w, h = im.size
+            boxes = np.array([[i, i, w - i, h - 2 * i] for i in range(k)], dtype=np.float32)
+            feats = np.tile(np.arange(1, k + 1, dtype=np.float32)[:, None], (1, self.feature_dim))
+            out.append(Regions(feats, boxes, np.linspace(1, 0.5, k, dtype=np.float32), w, h))
+        return out
+
+
+@pytest.fixture
+def stub(monkeypatch):
+    monkeypatch.setitem(rg._BACKENDS, "stub", StubRegions)
+    return StubRegions
+
+
+def _run(tmp_path: Path, names: list[str], tag: str = "r", **kw) -> tuple[tuple[Path, Path, Path], dict]:
+    lst = write_lines(tmp_path / f"{tag}.txt", names)
+    paths = (tmp_path / f"{tag}.npy", tmp_path / f"{tag}.boxes.npy", tmp_path / f"{tag}.index.parquet")
+    logs: list[str] = []
+    kw.setdefault("backend", "stub")
+    kw.setdefault("weights", "random")
+    info = extract_regions(lst, MEDIA, *paths, log=logs.append, device="cpu", **kw)
+    info["logs"] = logs
+    return paths, info
+
+
+@needs_media
+def test_region_store_layout_padding_and_geometry(stub, tmp_path):
+    (npy, boxes, index), info = _run(tmp_path, COCO, max_boxes=4, min_boxes=1, batch_size=2)
+    assert info["shape"] == (3, 4, 8)
+    raw = np.load(npy)
+    assert raw.dtype == np.float16 and raw.shape == (3, 4, 8)
+    assert np.load(boxes).dtype == np.float32 and np.load(boxes).shape == (3, 4, 4)
+    store = RegionStore(npy, boxes, index)
+    assert store.lengths.tolist() == [2, 4, 3] and store.images == COCO
+    assert [(int(w), int(h)) for w, h in zip(store.width, store.height)] == [SIZES[n] for n in COCO]
+    # padding slots are zero; real slots hold the regions in order
+    np.testing.assert_array_equal(raw[0, :, 0], [1, 2, 0, 0])
+    np.testing.assert_array_equal(np.load(boxes)[0, 2:], 0)
+    feats, bx = store.regions(2)
+    assert feats.shape == (3, 8) and bx.shape == (3, 4)
+    np.testing.assert_array_equal(bx[1], [1, 1, 639, 478])
+    g = store.geometry(2)
+    np.testing.assert_allclose(g[1], [1 / 640, 1 / 480, 639 / 640, 478 / 480, 638 / 640, 477 / 480], rtol=1e-5)
+    assert (g[3] == 0).all() and store.mask(2).tolist() == [True, True, True, False]
+    assert store.meta["backend"] == "stub" and store.meta["weights_desc"] == "stub weights"
+    assert store.meta["feature_dim"] == 8 and store.meta["min_boxes"] == 1 and store.meta["max_boxes"] == 4
+    store.check_order(tmp_path / "r.txt")
+    # a plain FeatureStore reads the same files and knows the valid slots
+    plain = FeatureStore(npy, index)
+    assert plain.lengths.tolist() == [2, 4, 3] and plain[1].shape == (4, 8)
+    # standardising skips padding: valid slots centred, padding stays zero
+    standardize_store(npy, index, tmp_path / "s.npy", tmp_path / "s.index.parquet")
+    std = RegionStore(tmp_path / "s.npy", boxes, tmp_path / "s.index.parquet")
+    valid = np.concatenate([std.regions(i)[0] for i in range(3)])
+    np.testing.assert_allclose(valid.mean(axis=0), 0, atol=2e-3)
+    assert (np.asarray(std.array)[0, 2:] == 0).all() and std.lengths.tolist() == [2, 4, 3]
+    with pytest.raises(DataError, match="boxes have shape"):
+        RegionStore(npy, tmp_path / "s.npy", index)
+
+
+@needs_media
+def test_region_extraction_resumes_and_checks(stub, tmp_path, monkeypatch):
+    real = StubRegions.__call__
+
+    def dying(self, images, *a, **k):
+        if self.calls >= 2:
+            raise KeyboardInterrupt
+        return real(self, images, *a, **k)
+
+    monkeypatch.setattr(StubRegions, "__call__", dying)
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, COCO, max_boxes=4, min_boxes=1, batch_size=1, chunk_size=1)
+    assert json.loads((tmp_path / ".r.npy.progress.json").read_text())["done"] == [0, 1]
+    assert not (tmp_path / "r.npy").exists() and not (tmp_path / "r.boxes.npy").exists()
+    monkeypatch.setattr(StubRegions, "__call__", real)
+    StubRegions.counts = (3, 2, 4)  # the resumed run's first call is image 3, which had 3 boxes
+    try:
+        (npy, boxes, index), info = _run(tmp_path, COCO, max_boxes=4, min_boxes=1, batch_size=1, chunk_size=1)
+    finally:
+        StubRegions.counts = (2, 4, 3)
+    assert StubRegions.instance.calls == 1 and info["resumed_chunks"] == 2
+    assert RegionStore(npy, boxes, index).lengths.tolist() == [2, 4, 3]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+@needs_media
+def test_region_extraction_refuses_bad_input(stub, tmp_path, monkeypatch):
+    shutil.copy(MEDIA / COCO[0], tmp_path / "ok.jpg")
+    (tmp_path / "broken.jpg").write_bytes(b"not a jpeg")
+    lst = write_lines(tmp_path / "l.txt", ["ok.jpg", "gone.jpg", "broken.jpg", "gone2.jpg"])
+    out = (tmp_path / "o.npy", tmp_path / "o.boxes.npy", tmp_path / "o.index.parquet")
+    with pytest.raises(DataError, match="3 missing or unreadable") as err:
+        extract_regions(lst, tmp_path, *out, backend="stub", weights="random")
+    assert all(n in str(err.value) for n in ("gone.jpg", "gone2.jpg", "broken.jpg"))
+    real = StubRegions.__call__
+
+    def nan(self, images, *a, **k):
+        regs = real(self, images, *a, **k)
+        regs[-1].features[0, 0] = np.nan
+        return regs
+
+    monkeypatch.setattr(StubRegions, "__call__", nan)
+    with pytest.raises(DataError, match=r"COCO_train2014_000000398177.jpg \(NaN/Inf\)"):
+        _run(tmp_path, COCO[:2], max_boxes=4, batch_size=2)
+    assert not list(tmp_path.glob(".r.*")) and not (tmp_path / "r.npy").exists()
+
+
+# -- the torchvision detector, random weights -------------------------------------------
+
+@pytest.fixture(scope="module")
+def detector():
+    return get_region_backend("torchvision", "random", seed=0, **DETECTOR)
+
+
+@needs_media
+def test_torchvision_top36_store_matches_backend(detector, tmp_path, monkeypatch):
+    built: list[dict] = []
+
+    def reuse(name, weights, **kw):  # the same seeded random detector, built once for the module
+        built.append(dict(kw, name=name, weights=weights))
+        return detector
+
+    monkeypatch.setattr(rg, "get_region_backend", reuse)
+    (npy, boxes, index), info = _run(tmp_path, COCO[:2], backend="torchvision", max_boxes=36, batch_size=2,
+                                     **DETECTOR)
+    assert built == [dict(name="torchvision", weights="random", seed=0, proposals=48, nms_thresh=0.3,
+                          config_file=None, min_size=128, max_size=200)]
+    assert info["shape"] == (2, 36, 1024) and info["weights_desc"] == "random-init seed 0"
+    store = RegionStore(npy, boxes, index)
+    assert store.lengths.tolist() == [36, 36]
+    assert store.meta["feature_dim"] == 1024 and store.meta["weights"] == "random"
+    assert store.meta["min_size"] == 128 and store.meta["proposals"] == 48
+    ims = [Image.open(MEDIA / n).convert("RGB") for n in COCO[:2]]
+    direct = detector(ims, 36, 36, 0.2)
+    for i, r in enumerate(direct):
+        assert r.features.shape == (36, 1024) and (r.width, r.height) == SIZES[COCO[i]]
+        assert (np.diff(r.scores) <= 0).all()  # most confident first
+        b = r.boxes
+        assert (b[:, 0] >= 0).all() and (b[:, 2] <= r.width + 1e-3).all() and (b[:, 3] <= r.height + 1e-3).all()
+        assert (b[:, 2] >= b[:, 0]).all() and (b[:, 3] >= b[:, 1]).all()
+        feats, bx = store.regions(i)
+        np.testing.assert_allclose(feats, r.features, rtol=2e-3, atol=2e-3)
+        np.testing.assert_allclose(bx, r.boxes, rtol=1e-5, atol=1e-3)
+        g = store.geometry(i)
+        assert g.shape == (36, 6) and (g >= -1e-6).all() and (g <= 1 + 1e-6).all()
+
+
+@needs_media
+def test_torchvision_confidence_range_and_full_image(detector):
+    ims = [Image.open(MEDIA / COCO[2]).convert("RGB")]
+    (r,) = detector(ims, 10, 100, 0.2, full_image=True)
+    n = len(r.features) - 1
+    assert 10 <= n <= 48  # at most the proposals
+    np.testing.assert_allclose(r.boxes[0], [0, 0, 640, 480], atol=1e-3)  # slot 0: the whole image
+    assert r.scores[0] == 0 and n == max(10, int((r.scores[1:] >= 0.2).sum()))
+    assert r.features.shape == (n + 1, 1024) and np.isfinite(r.features).all()
+
+
+def test_torchvision_local_weights(detector, tmp_path):
+    path = tmp_path / "det.pth"
+    torch.save({"model": detector.model.state_dict()}, path)
+    local = get_region_backend("torchvision", str(path), **DETECTOR)
+    assert local.weights_desc == str(path)
+    for (k, a), b in zip(detector.model.state_dict().items(), local.model.state_dict().values()):
+        assert torch.equal(a, b), k
+    torch.save({"backbone.body.conv1.weight": torch.zeros(1)}, tmp_path / "bad.pth")
+    with pytest.raises(DataError, match="not a torchvision fasterrcnn"):
+        get_region_backend("torchvision", str(tmp_path / "bad.pth"), **DETECTOR)
+    with pytest.raises(DataError, match="does not exist"):
+        get_region_backend("torchvision", str(tmp_path / "nope.pth"))
