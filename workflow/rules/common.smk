@@ -1,6 +1,7 @@
 # Helper functions shared by the rules: config validation, per-paper settings, and the input
 # functions that turn wildcards into paths. No rule lives here.
 
+import re
 import sys
 from pathlib import Path
 
@@ -65,9 +66,6 @@ wildcard_constraints:
     system="[a-z0-9_]+",
     seed="[0-9]+",
     condition="congruent|shuffled",
-    extractor="[a-z0-9]+",
-    layer="[a-z0-9]+",
-    std="(\.std)?",
 
 
 def enabled_tables():
@@ -124,7 +122,7 @@ def paper_features(paper, dataset):
 
 def feature_files(dataset, feature_set, split):
     """npy and index of a split's features, standardised when the config asks for it."""
-    std = ".std" if dataset_config(dataset)["features"][feature_set]["standardize"] else ""
+    std = ".std" if feature_set_config(dataset, feature_set).get("standardize") else ""
     stem = f"results/features/{dataset}/{feature_set}{std}/{split}"
     return {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
 
@@ -371,22 +369,58 @@ def missing_images_fix(wildcards):
     )
 
 
-def feature_param(key):
+def feature_set_config(dataset, feature_set):
+    sets = dataset_config(dataset).get("features", {})
+    if feature_set not in sets:
+        raise ValueError(f"feature set {feature_set!r} is not configured for {dataset}; configured: {', '.join(sets)}")
+    return sets[feature_set]
+
+
+def feature_sets_of(kind):
+    """A wildcard pattern matching the configured feature sets of one kind, across datasets."""
+    names = sorted({
+        name
+        for ds in config["datasets"].values()
+        for name, fs in (ds.get("features") or {}).items()
+        if fs.get("kind", "grid") == kind
+    })
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+def feature_param(key, default=KeyError):
+    """A feature-set setting; grid sets default extractor/layer to their name `extractor-layer`."""
+
     def get(wildcards):
-        sets = dataset_config(wildcards.dataset)["features"]
-        name = f"{wildcards.extractor}-{wildcards.layer}"
-        if name not in sets:
-            raise ValueError(f"feature set {name!r} is not configured for {wildcards.dataset}; configured: {', '.join(sets)}")
-        return sets[name][key]
+        fs = feature_set_config(wildcards.dataset, wildcards.feature_set)
+        if key in fs:
+            return fs[key]
+        if key in ("extractor", "layer") and fs.get("kind", "grid") == "grid":
+            return wildcards.feature_set.split("-")[0 if key == "extractor" else 1]
+        if default is KeyError:
+            raise ValueError(f"feature set {wildcards.feature_set} of {wildcards.dataset} needs the key {key!r}")
+        return default
 
     return get
+
+
+def media_folder(wildcards):
+    return config_path("datasets", wildcards.dataset, "images")
+
+
+def video_dir(wildcards):
+    return config_path("datasets", wildcards.dataset, "videos") or ""
+
+
+def pretrained_source(wildcards):
+    src = feature_set_config(wildcards.dataset, wildcards.feature_set).get("src")
+    return str(repo_path(src)) if src else ""
 
 
 def train_feature_store(kind):
     def get(wildcards):
         train = dataset_config(wildcards.dataset)["train"]
         ext = "npy" if kind == "npy" else "index.parquet"
-        return f"results/features/{wildcards.dataset}/{wildcards.extractor}-{wildcards.layer}/{train}.{ext}"
+        return f"results/features/{wildcards.dataset}/{wildcards.feature_set}/{train}.{ext}"
 
     return get
 

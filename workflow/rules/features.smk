@@ -1,15 +1,40 @@
-# Image features: one extractor interface, float16 stores memory-mapped by training.
+# Visual features: every view the papers read (ResNet grids and pools, detector regions, I3D
+# video segments, official pre-extracted files) in float16 stores that training memory-maps.
+# A dataset's feature sets are named in the config; their `kind` picks the rule.
+
+
+rule list_media:
+    output:
+        images="results/data/{dataset}/image_splits/all.txt",
+        videos="results/data/{dataset}/video_splits/all.txt",
+    wildcard_constraints:
+        dataset=datasets_of("media"),
+    params:
+        folder=media_folder,
+    log:
+        "results/logs/list_media/{dataset}.log",
+    benchmark:
+        "results/benchmarks/list_media/{dataset}.tsv"
+    localrule: True
+    conda:
+        "../../envs/text.yaml"
+    script:
+        "../scripts/list_media.py"
 
 
 rule extract_features:
     input:
         unpack(image_inputs),
     output:
-        npy="results/features/{dataset}/{extractor}-{layer}/{split}.npy",
-        index="results/features/{dataset}/{extractor}-{layer}/{split}.index.parquet",
+        npy="results/features/{dataset}/{feature_set}/{split}.npy",
+        index="results/features/{dataset}/{feature_set}/{split}.index.parquet",
+    wildcard_constraints:
+        feature_set=feature_sets_of("grid"),
     params:
         image_dir=image_dir,
         missing_dir_fix=missing_images_fix,
+        extractor=feature_param("extractor"),
+        layer=feature_param("layer"),
         weights=feature_param("weights"),
         image_size=feature_param("image_size"),
         batch_size=32,
@@ -21,28 +46,122 @@ rule extract_features:
         runtime=600,
         gpu=gpu_count,
     log:
-        "results/logs/extract_features/{dataset}/{extractor}-{layer}/{split}.log",
+        "results/logs/extract_features/{dataset}/{feature_set}/{split}.log",
     benchmark:
-        "results/benchmarks/extract_features/{dataset}/{extractor}-{layer}/{split}.tsv"
+        "results/benchmarks/extract_features/{dataset}/{feature_set}/{split}.tsv"
     conda:
         "../../envs/torch.yaml"
     script:
         "../scripts/extract_features.py"
 
 
+rule extract_regions:
+    input:
+        unpack(image_inputs),
+    output:
+        npy="results/features/{dataset}/{feature_set}/{split}.npy",
+        boxes="results/features/{dataset}/{feature_set}/{split}.boxes.npy",
+        index="results/features/{dataset}/{feature_set}/{split}.index.parquet",
+    wildcard_constraints:
+        feature_set=feature_sets_of("regions"),
+    params:
+        image_dir=image_dir,
+        missing_dir_fix=missing_images_fix,
+        backend=feature_param("backend"),
+        weights=feature_param("weights"),
+        max_boxes=feature_param("max_boxes"),
+        min_boxes=feature_param("min_boxes", None),
+        conf_thresh=feature_param("conf_thresh", 0.2),
+        full_image=feature_param("full_image", False),
+        min_size=feature_param("min_size", None),
+        max_size=feature_param("max_size", None),
+        device=config["device"],
+    # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
+    threads: 4
+    resources:
+        mem_mb=12000,
+        runtime=1440,
+        gpu=gpu_count,
+    log:
+        "results/logs/extract_regions/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/extract_regions/{dataset}/{feature_set}/{split}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/extract_regions.py"
+
+
+rule extract_video:
+    input:
+        video_list="results/data/{dataset}/video_splits/{split}.txt",
+    output:
+        npy="results/features/{dataset}/{feature_set}/{split}.npy",
+        index="results/features/{dataset}/{feature_set}/{split}.index.parquet",
+    wildcard_constraints:
+        feature_set=feature_sets_of("video"),
+    params:
+        video_dir=video_dir,
+        weights=feature_param("weights"),
+        n_segments=feature_param("n_segments"),
+        frames_per_segment=feature_param("frames_per_segment", 8),
+        crop_size=feature_param("crop_size", 224),
+        device=config["device"],
+    # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
+    threads: 4
+    resources:
+        mem_mb=12000,
+        runtime=1440,
+        gpu=gpu_count,
+    log:
+        "results/logs/extract_video/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/extract_video/{dataset}/{feature_set}/{split}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/extract_video.py"
+
+
+rule import_features:
+    input:
+        image_list="results/data/{dataset}/image_splits/{split}.txt",
+    output:
+        npy="results/features/{dataset}/{feature_set}/{split}.npy",
+        index="results/features/{dataset}/{feature_set}/{split}.index.parquet",
+    wildcard_constraints:
+        feature_set=feature_sets_of("pretrained"),
+    params:
+        kind=feature_param("import"),
+        src=pretrained_source,
+        layer=feature_param("layer", None),
+        max_boxes=feature_param("max_boxes", 36),
+        n_segments=feature_param("n_segments", None),
+    log:
+        "results/logs/import_features/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/import_features/{dataset}/{feature_set}/{split}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/import_features.py"
+
+
 rule standardize_features:
     input:
-        npy="results/features/{dataset}/{extractor}-{layer}/{split}.npy",
-        index="results/features/{dataset}/{extractor}-{layer}/{split}.index.parquet",
+        npy="results/features/{dataset}/{feature_set}/{split}.npy",
+        index="results/features/{dataset}/{feature_set}/{split}.index.parquet",
         train_npy=train_feature_store("npy"),
         train_index=train_feature_store("index"),
     output:
-        npy="results/features/{dataset}/{extractor}-{layer}.std/{split}.npy",
-        index="results/features/{dataset}/{extractor}-{layer}.std/{split}.index.parquet",
+        npy="results/features/{dataset}/{feature_set}.std/{split}.npy",
+        index="results/features/{dataset}/{feature_set}.std/{split}.index.parquet",
+    wildcard_constraints:
+        feature_set=feature_sets_of("grid"),
     log:
-        "results/logs/standardize_features/{dataset}/{extractor}-{layer}/{split}.log",
+        "results/logs/standardize_features/{dataset}/{feature_set}/{split}.log",
     benchmark:
-        "results/benchmarks/standardize_features/{dataset}/{extractor}-{layer}/{split}.tsv"
+        "results/benchmarks/standardize_features/{dataset}/{feature_set}/{split}.tsv"
     conda:
         "../../envs/torch.yaml"
     script:

@@ -1,9 +1,8 @@
-"""Rule extract_features: one split's image features into a float16 store."""
+"""Rule extract_features: one split's grid/pool image features into a float16 store."""
 
 from mmt_repro.features.store import extract_features
 from mmt_repro.runtime import run_step
 
-w = snakemake.wildcards
 run_step(
     snakemake.log[0],
     snakemake.threads,
@@ -13,8 +12,8 @@ run_step(
     missing_dir_fix=snakemake.params.missing_dir_fix,
     out_npy=snakemake.output.npy,
     out_index=snakemake.output.index,
-    extractor=w.extractor,
-    layer=w.layer,
+    extractor=snakemake.params.extractor,
+    layer=snakemake.params.layer,
     weights=snakemake.params.weights,
     image_size=snakemake.params.image_size,
     batch_size=snakemake.params.batch_size,

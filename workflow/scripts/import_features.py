@@ -1,0 +1,19 @@
+"""Rule import_features: official pre-extracted features into the same store format."""
+
+from mmt_repro.features.pretrained import import_pretrained
+from mmt_repro.runtime import run_step
+
+p = snakemake.params
+run_step(
+    snakemake.log[0],
+    snakemake.threads,
+    import_pretrained,
+    kind=p.kind,
+    src=p.src,
+    image_list=snakemake.input.image_list,
+    out_npy=snakemake.output.npy,
+    out_index=snakemake.output.index,
+    layer=p.layer,
+    max_boxes=p.max_boxes,
+    n_segments=p.n_segments,
+)
