@@ -107,7 +107,12 @@ class ParallelData:
             batch["tgt_in"], batch["tgt_out"] = tgt_in, tgt_out
         if self.features is not None:
             rows = [int(self.image_rows[i]) for i in ids]
-            batch["img"] = torch.from_numpy(np.stack([self.features[r] for r in rows])).float()
+            img = np.stack([self.features[r] for r in rows])
+            if not np.isfinite(img).all():
+                bad = [r for r, x in zip(rows, img) if not np.isfinite(x).all()]
+                raise DataError(getattr(self.features, "npy", None), f"feature row(s) {bad} hold NaN or Inf",
+                                "delete the feature store and re-run feature extraction (check the images and weights)")
+            batch["img"] = torch.from_numpy(img).float()
         return batch
 
     def train_batches(self, batch_size: int, seed: int, epoch: int, by_tokens: bool = False) -> list[list[int]]:
@@ -144,6 +149,17 @@ class ParallelData:
         ids = list(range(len(self.src)))
         for j in range(0, len(ids), batch_size):
             yield self.collate(ids[j : j + batch_size])
+
+
+def check_feature_dim(model, *stores) -> None:
+    """Refuse a feature store whose feature size (last axis) is not the model's ``img_dim``."""
+    want = getattr(model.config, "img_dim", None) if getattr(model, "use_image", False) else None
+    for store in stores:
+        have = getattr(store, "shape", None)
+        if want is not None and have is not None and have[-1] != want:
+            raise DataError(getattr(store, "npy", None), f"features have dimension {have[-1]}, model "
+                            f"{model.registry_name} expects img_dim={want}",
+                            "use the feature set the model was configured for, or set img_dim to match")
 
 
 def derangement(n: int, seed: int) -> np.ndarray:

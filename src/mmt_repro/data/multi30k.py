@@ -94,7 +94,7 @@ def _from_mirror(mirror: str | Path, rel: str) -> list[str]:
             f"copy data/{rel} from the official multi30k/dataset repository into the directory "
             f"set as `{MIRROR_KEY}`, or unset `{MIRROR_KEY}` to download it",
         )
-    return read_lines(src)
+    return read_lines(src, allow_empty_lines=False)  # an empty line means a lost sentence
 
 
 def _download(url: str, tmp_dir: Path, name: str) -> list[str]:
@@ -110,7 +110,7 @@ def _download(url: str, tmp_dir: Path, name: str) -> list[str]:
             f"to a local copy of the official repo's data/ folder",
         ) from err
     try:
-        return read_lines(tmp)
+        return read_lines(tmp, allow_empty_lines=False)
     except DataError as err:
         # read_lines names the temporary file; name the URL that produced it instead
         raise DataError(

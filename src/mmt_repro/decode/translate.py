@@ -1,5 +1,6 @@
 """Translate a file with a trained checkpoint (greedy or beam), optionally with the images
-shuffled across sentences (the incongruent-image condition of adversarial evaluation)."""
+shuffled across sentences (the incongruent-image condition of adversarial evaluation); dump
+attention weights and gates for figures."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ..data.batching import ParallelData, move
+from ..data.batching import ParallelData, check_feature_dim, move
 from ..io import DataError, atomic_path, write_lines
 from ..text.bpe import merge_bpe
 from ..text.vocab import Vocab
@@ -28,6 +29,24 @@ def open_features(npy: Path | None, index: Path | None):
     return FeatureStore(Path(npy), Path(index))
 
 
+def load_for_decoding(checkpoint, src_vocab, tgt_vocab, features_npy=None, features_index=None, device="auto"):
+    """Model, checkpoint, vocabularies, feature store (None for text-only models) and device,
+    after checking that they belong together (vocabulary fingerprints, image features iff the
+    model reads images, feature dimension)."""
+    dev = pick_device(device)
+    model, ckpt = load_model(checkpoint, device=dev)
+    sv, tv = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
+    check_vocab(ckpt, checkpoint, sv.fingerprint(), tv.fingerprint())
+    feats = open_features(features_npy, features_index)
+    if getattr(model, "use_image", False) and feats is None:
+        raise DataError(checkpoint, f"model {ckpt['model']} needs image features", "pass the split's feature store")
+    if feats is not None and not getattr(model, "use_image", False):
+        raise DataError(checkpoint, f"holds the text-only model {ckpt['model']}, but image features were given "
+                        "(a checkpoint of another system?)", "re-train this system (rule train_model)")
+    check_feature_dim(model, feats)
+    return model, ckpt, sv, tv, feats, dev
+
+
 def translate(
     checkpoint: Path,
     src: Path,
@@ -41,46 +60,35 @@ def translate(
     batch_size: int = 32,
     alpha: float = 1.0,
     shuffle_images_seed: int | None = None,
-    attention_out: Path | None = None,
     device: str = "auto",
 ) -> dict:
-    """Write one translation per source line to ``out`` (BPE merged, tokenised as trained).
-
-    ``attention_out``: also dump greedy-decoding attention weights and gates per sentence
-    (``torch.save`` of a list of dicts) for figures."""
-    dev = pick_device(device)
-    model, ckpt = load_model(checkpoint, device=dev)
-    sv, tv = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
-    check_vocab(ckpt, checkpoint, sv.fingerprint(), tv.fingerprint())
-    feats = open_features(features_npy, features_index)
-    if getattr(model, "use_image", False) and feats is None:
-        raise DataError(checkpoint, f"model {ckpt['model']} needs image features", "pass the split's feature store")
-    data = ParallelData(src, sv, features=feats if getattr(model, "use_image", False) else None,
-                        shuffle_images_seed=shuffle_images_seed)
+    """Write one translation per source line to ``out`` (BPE merged, tokenised as trained)."""
+    model, _, sv, tv, feats, dev = load_for_decoding(checkpoint, src_vocab, tgt_vocab, features_npy, features_index, device)
+    data = ParallelData(src, sv, features=feats, shuffle_images_seed=shuffle_images_seed)
     started = time.monotonic()
     hyps: list[str] = []
-    dumps = []
+    cut = 0  # hypotheses that hit max_len without <eos>
     with torch.inference_mode():
         for batch in data.eval_batches(batch_size):
             batch = move(batch, dev)
-            if beam_size <= 1 or attention_out is not None:
-                ids, infos = greedy(model, batch, max_len, Vocab.bos_id, Vocab.eos_id, collect_info=attention_out is not None)
-                if infos is not None:
-                    dumps.extend(infos)
-            if beam_size > 1:
+            if beam_size <= 1:
+                ids, _ = greedy(model, batch, max_len, Vocab.bos_id, Vocab.eos_id)
+            else:
                 ids = beam_search(model, batch, beam_size, max_len, Vocab.bos_id, Vocab.eos_id, alpha=alpha)
             hyps.extend(merge_bpe(" ".join(tv.decode(h))) for h in ids)
+            cut += sum(len(h) >= max_len for h in ids)
     elapsed = time.monotonic() - started
+    if cut:
+        log.warning("%d of %d translations of %s reached max_len=%d without <eos> and are cut off; "
+                    "raise decode.max_len in the config", cut, len(hyps), src, max_len)
     write_lines(out, hyps)
-    if attention_out is not None:
-        with atomic_path(attention_out) as tmp:
-            torch.save(dumps, tmp)
     info = {
         "sentences": len(hyps),
         "seconds": round(elapsed, 2),
         "sentences_per_s": round(len(hyps) / max(elapsed, 1e-9), 1),
         "beam_size": beam_size,
         "shuffled_images": shuffle_images_seed is not None,
+        "cut_at_max_len": cut,
     }
     log.info("translated %s -> %s: %s", src, out, info)
     return info
@@ -101,11 +109,9 @@ def dump_attention(
     """Greedy-decode ``src`` and save, per sentence, the attention weights and gates of every
     step (``alpha_src (T, S)``, ``alpha_img (T, L)``, ``beta (T,)``) with the source and
     hypothesis tokens as the model saw and emitted them (``torch.save`` of a list of dicts)."""
-    dev = pick_device(device)
-    model, ckpt = load_model(checkpoint, device=dev)
-    sv, tv = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
-    check_vocab(ckpt, checkpoint, sv.fingerprint(), tv.fingerprint())
-    feats = open_features(features_npy, features_index) if getattr(model, "use_image", False) else None
+    model, ckpt, sv, tv, feats, dev = load_for_decoding(
+        checkpoint, src_vocab, tgt_vocab, features_npy, features_index, device
+    )
     data = ParallelData(src, sv, features=feats)
     dumps = []
     with torch.inference_mode():

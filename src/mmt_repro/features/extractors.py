@@ -58,6 +58,28 @@ def _conv_out(x: int) -> int:
     return (x - 1) // 2 + 1
 
 
+class FrozenModel:
+    """A pretrained (or seeded random) network used for inference only: eval mode, no
+    gradients, movable between devices. Feature extractors of every kind build on it."""
+
+    model: torch.nn.Module
+    weights_desc: str
+
+    def _freeze(self, model: torch.nn.Module, weights_desc: str) -> None:
+        self.model, self.weights_desc = model, weights_desc
+        self.model.eval()
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def to(self, device: str | torch.device):
+        self.model.to(device)
+        return self
+
+
 class Extractor:
     """Base class: ``preprocess`` one PIL image, ``__call__`` a batch -> ``(B, L, D)``."""
 
@@ -94,7 +116,7 @@ def imagenet_preprocess(image: Image.Image, image_size: int) -> torch.Tensor:
     return TF.normalize(tensor, IMAGENET_MEAN, IMAGENET_STD)
 
 
-class ResNet50Extractor(Extractor):
+class ResNet50Extractor(FrozenModel, Extractor):
     LAYERS = {"res4f": 1024, "res5c": 2048, "pool5": 2048}
 
     def __init__(self, layer: str, weights: str = "imagenet", image_size: int = 224, seed: int = 0):
@@ -105,18 +127,7 @@ class ResNet50Extractor(Extractor):
         self.name = "resnet50"
         self.layer = layer
         self.image_size = int(image_size)
-        self.model, self.weights_desc = _build_resnet50(weights, seed)
-        self.model.eval()
-        for p in self.model.parameters():
-            p.requires_grad_(False)
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
-
-    def to(self, device: str | torch.device) -> ResNet50Extractor:
-        self.model.to(device)
-        return self
+        self._freeze(*_build_resnet50(weights, seed))
 
     def output_shape(self, image_size: int | None = None) -> tuple[int, int]:
         s = self.image_size if image_size is None else int(image_size)

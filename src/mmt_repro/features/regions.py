@@ -73,6 +73,7 @@ from mmt_repro.features.store import (
     weights_fingerprint,
     write_index,
 )
+from mmt_repro.features.extractors import FrozenModel
 from mmt_repro.io import DataError, atomic_path
 
 
@@ -161,7 +162,7 @@ def _full_box(width: float, height: float, like: torch.Tensor) -> torch.Tensor:
     return torch.tensor([[0.0, 0.0, float(width), float(height)]], dtype=like.dtype, device=like.device)
 
 
-class TorchvisionRegions(RegionBackend):
+class TorchvisionRegions(FrozenModel, RegionBackend):
     """``fasterrcnn_resnet50_fpn_v2`` regions with 1024-d ``box_head`` features."""
 
     name = "torchvision"
@@ -174,18 +175,7 @@ class TorchvisionRegions(RegionBackend):
         self.max_size = int(max_size or max(self.default_sizes[1], self.min_size))
         self.proposals = int(proposals)
         self.nms_thresh = float(nms_thresh)
-        self.model, self.weights_desc = _build_fasterrcnn(weights, seed, self.min_size, self.max_size, self.proposals)
-        self.model.eval()
-        for p in self.model.parameters():
-            p.requires_grad_(False)
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
-
-    def to(self, device: str | torch.device) -> TorchvisionRegions:
-        self.model.to(device)
-        return self
+        self._freeze(*_build_fasterrcnn(weights, seed, self.min_size, self.max_size, self.proposals))
 
     def __call__(self, images, min_boxes, max_boxes, conf_thresh, full_image=False):
         from torchvision.ops import boxes as box_ops

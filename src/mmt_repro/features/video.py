@@ -64,6 +64,7 @@ from mmt_repro.features.store import (
     weights_fingerprint,
     write_index,
 )
+from mmt_repro.features.extractors import FrozenModel
 from mmt_repro.io import DataError, atomic_path
 
 KINETICS_MEAN = (0.45, 0.45, 0.45)
@@ -172,7 +173,7 @@ def segment_frames(n_frames: int, n_segments: int, frames_per_segment: int, mode
     return out, m
 
 
-class I3DExtractor:
+class I3DExtractor(FrozenModel):
     """pytorchvideo ``i3d_r50`` trunk; a clip batch ``(B, 3, T, H, W)`` -> ``(B, 2048)``."""
 
     name = "i3d_r50"
@@ -185,18 +186,7 @@ class I3DExtractor:
         self.short_side = int(short_side or round(crop_size * 256 / 224))
         if self.short_side < self.crop_size:
             raise ValueError(f"short_side {self.short_side} is smaller than crop_size {self.crop_size}")
-        self.model, self.weights_desc = _build_i3d(weights, seed)
-        self.model.eval()
-        for p in self.model.parameters():
-            p.requires_grad_(False)
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
-
-    def to(self, device: str | torch.device) -> I3DExtractor:
-        self.model.to(device)
-        return self
+        self._freeze(*_build_i3d(weights, seed))
 
     def output_shape(self, n_segments: int) -> tuple[int, int]:
         return int(n_segments), self.feature_dim

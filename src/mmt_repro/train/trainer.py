@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -26,9 +27,9 @@ from pathlib import Path
 
 import torch
 
-from ..data.batching import ParallelData, move
+from ..data.batching import ParallelData, check_feature_dim, move
 from ..decode.search import beam_search, greedy
-from ..io import DataError, atomic_write, read_lines
+from ..io import DataError, atomic_path, atomic_write, read_lines
 from ..metrics.mt import corpus_scores
 from ..models import build_model
 from ..text.bpe import merge_bpe
@@ -135,6 +136,11 @@ def translate_data(model, data: ParallelData, tgt_vocab: Vocab, beam: int, max_l
     return out
 
 
+def _copy_atomic(src: Path, dst: Path) -> None:
+    with atomic_path(dst) as tmp:
+        shutil.copyfile(src, tmp)
+
+
 def _write_curve(path: Path, history: list[dict]) -> None:
     cols = ["epoch", "step", "train_loss", "val_bleu", "lr", "tokens_per_s", "elapsed_s"]
     with atomic_write(path) as fh:
@@ -187,6 +193,7 @@ def train(
         raise DataError(train_src, f"no training pair is at most max_len={cfg.max_len} tokens long", "raise max_len")
 
     model = build_model(model_name, model_config, len(sv), len(tv)).to(dev)
+    check_feature_dim(model, train_features, val_features)
     optimizer = _optimizer(cfg, model.parameters())
     scheduler = _scheduler(cfg, optimizer)
     vocab_info = {"src": sv.fingerprint(), "tgt": tv.fingerprint(), "src_size": len(sv), "tgt_size": len(tv)}
@@ -215,6 +222,7 @@ def train(
         )
 
     last_checkpoint = Path(last_checkpoint)
+    best_copy = last_checkpoint.with_suffix(".best.pt")  # survives Snakemake's clean-up of a failed job
     if last_checkpoint.exists():
         ckpt = read_checkpoint(last_checkpoint)
         same = (
@@ -299,6 +307,7 @@ def train(
             if improved:
                 progress["best_bleu"], progress["bad_epochs"] = bleu, 0
                 save_checkpoint(best_checkpoint, model, vocab_info, None, None, dict(progress, best_epoch=epoch), configs, with_rng=False)
+                _copy_atomic(best_checkpoint, best_copy)
             else:
                 progress["bad_epochs"] += 1
             if scheduler is not None:
@@ -323,6 +332,10 @@ def train(
             elif progress["epoch"] > cfg.max_epochs:
                 progress["done"] = True
             save_last()
+    # Snakemake deletes the outputs of a failed (e.g. cancelled) job; a resumed run restores them.
+    if not Path(best_checkpoint).exists() and best_copy.exists():
+        _copy_atomic(best_copy, best_checkpoint)
+    _write_curve(curve, progress["history"])
     if not Path(best_checkpoint).exists():
         raise RuntimeError(f"training ended without a validation: {best_checkpoint} was not written")
     total_tokens = train_data.n_target_tokens()
