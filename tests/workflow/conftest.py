@@ -1,0 +1,125 @@
+"""Fixtures of the workflow tests: ``wf`` (a Snakemake runner and the reduced smoke
+configuration), one reduced smoke run on this machine (shared by the SLURM and determinism
+tests), and a single-node SLURM cluster (tests/slurm_cluster.py) for the whole session.
+
+Test modules reach the helpers through the ``wf`` fixture, not by importing this file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))  # tests/slurm_cluster.py is a helper, not a package module
+
+from slurm_cluster import SlurmUnavailable, start_cluster  # noqa: E402
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+SMOKE = REPO / "config" / "smoke.yaml"
+SLURM_PROFILE = REPO / "tests" / "slurm_profile"
+# Torch threads of the jobs: a local run gets --cores THREADS, a SLURM run --max-threads THREADS,
+# so every rule runs with the same thread count either way (float sums depend on it).
+THREADS = min(2, len(os.sched_getaffinity(0)))
+
+# The smoke configuration cut down for the tests that run the whole DAG more than once: the
+# grounded table only (NMT and NMT_SRC+IMG, 32 jobs), 300 training pairs, 2 epochs, a resumable
+# checkpoint every 2 updates, and no METEOR (its JVM start costs ~6 s a job).
+REDUCED = """\
+# Written by tests/workflow/conftest.py: config/smoke.yaml cut down for repeated DAG runs.
+datasets:
+  grounded:
+    sizes: {train: 300, val: 30, test: 30}
+papers:
+  doubly_attentive:
+    overrides:
+      systems:
+        nmt: {train: {max_epochs: 2, log_every: 2, checkpoint_every: 2}}
+        nmt_src_img: {train: {max_epochs: 2, log_every: 2, checkpoint_every: 2}}
+    tables:
+      table1: {enabled: false}
+      figure2: {enabled: false}
+scoring:
+  metrics: [bleu, chrf3, ter]
+"""
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slurm: runs jobs through a real (single-node, throw-away) SLURM cluster")
+
+
+def snakemake(*args, cwd=REPO, env=None, timeout=900) -> subprocess.CompletedProcess:
+    """Run Snakemake on the repository's Snakefile; on timeout it is killed (SIGKILL), since
+    Snakemake ignores SIGTERM while it waits for cluster jobs."""
+    env = dict(env or os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run([*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def write_reduced_config(folder: Path) -> Path:
+    path = Path(folder) / "reduced.yaml"
+    path.write_text(REDUCED, encoding="utf-8")
+    return path
+
+
+def reduced_args(workdir: Path, *targets: str) -> list[str]:
+    """Arguments of a reduced smoke run of ``targets`` into ``workdir``: smoke.yaml, then the
+    reduction (targets go first: --configfile takes every word up to the next option)."""
+    return [*targets, "--directory", str(workdir), "--configfile", str(SMOKE), str(write_reduced_config(workdir))]
+
+
+def failure_report(res: subprocess.CompletedProcess, workdir: Path) -> str:
+    logs = "\n".join(f"--- {p}\n{p.read_text(errors='replace')[-1500:]}"
+                     for p in sorted((workdir / "results" / "logs").rglob("*.log")))
+    return f"stdout:\n{res.stdout[-4000:]}\nstderr:\n{res.stderr[-6000:]}\n{logs[-6000:]}"
+
+
+def run_reduced_locally(workdir: Path) -> float:
+    """The reduced smoke run on this machine; returns its wall time in seconds."""
+    started = time.monotonic()
+    res = snakemake(*reduced_args(workdir, "results/tables/all.tsv"), "--cores", str(THREADS))
+    if res.returncode != 0:
+        pytest.fail(f"reduced smoke run in {workdir} failed:\n{failure_report(res, workdir)}")
+    return time.monotonic() - started
+
+
+@pytest.fixture(scope="session")
+def wf():
+    """The helpers and constants above, for the test modules."""
+    return SimpleNamespace(
+        REPO=REPO, SMOKE=SMOKE, SLURM_PROFILE=SLURM_PROFILE, THREADS=THREADS, SNAKEMAKE=SNAKEMAKE,
+        snakemake=snakemake, reduced_args=reduced_args, write_reduced_config=write_reduced_config,
+        failure_report=failure_report, run_reduced_locally=run_reduced_locally,
+    )
+
+
+@pytest.fixture(scope="session")
+def reduced_local_run(tmp_path_factory):
+    """One reduced smoke run on this machine (``--cores THREADS``): the reference for the SLURM
+    run and the first of the determinism test's two runs."""
+    workdir = tmp_path_factory.mktemp("reduced_local")
+    seconds = run_reduced_locally(workdir)
+    print(f"\nreduced smoke run, local, {THREADS} cores: {seconds:.0f} s")
+    yield workdir
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """A running single-node SLURM cluster (installed with apt-get when missing); skips only
+    when the packages cannot be installed or started (not root)."""
+    try:
+        cluster = start_cluster()
+    except SlurmUnavailable as err:
+        pytest.skip(f"no SLURM test cluster: {err}")
+    print(f"\nSLURM test cluster: packages installed in {cluster.install_seconds:.1f} s, daemons up and node "
+          f"idle in {cluster.setup_seconds:.1f} s ({cluster.cpus} CPUs, {cluster.memory_mb} MB, "
+          f"SLURM_CONF={cluster.conf})")
+    yield cluster
+    cluster.stop()
