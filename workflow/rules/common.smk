@@ -319,14 +319,10 @@ def reference_text(wildcards):
 
 
 def score_meta(wildcards):
-    table = next(
-        (name for p, name, t in enabled_tables()
-         if p == wildcards.paper and t["dataset"] == wildcards.dataset and wildcards.split in t["test_sets"]),
-        "",
-    )
+    """Scores belong to a run, not to a table: several tables may share one (table "")."""
     return {
         "paper": wildcards.paper,
-        "table": table,
+        "table": "",
         "system": wildcards.system,
         "dataset": wildcards.dataset,
         "pair": wildcards.pair,
@@ -495,14 +491,9 @@ def attention_inputs(wildcards):
 
 
 def beta_meta(wildcards):
-    table = next(
-        (name for p, name, t in enabled_tables()
-         if p == wildcards.paper and t.get("kind") == "attention" and wildcards.split in t["test_sets"]),
-        "",
-    )
     return {
         "paper": wildcards.paper,
-        "table": table,
+        "table": "",
         "system": wildcards.system,
         "dataset": wildcards.dataset,
         "pair": wildcards.pair,

@@ -12,7 +12,7 @@ run_step(
     table=snakemake.wildcards.table,
     published=snakemake.input.published,
     out_tsv=snakemake.output[0],
-    significance_json=snakemake.input.significance,
+    significance_json=snakemake.input.get("significance"),
     note=snakemake.params.note,
     unavailable_systems=dict(snakemake.params.unavailable),
 )

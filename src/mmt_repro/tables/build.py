@@ -113,7 +113,9 @@ def _score_records(score_jsons: Sequence[Path], paper: str, table: str) -> pd.Da
     for p in score_jsons:
         data = _read_score_json(p)
         meta = data["meta"]
-        if str(meta["paper"]) != paper or str(meta["table"]) != table:
+        # A score without a table (meta table "") can serve every table of its paper that
+        # lists the same system, dataset and test set.
+        if str(meta["paper"]) != paper or (str(meta["table"]) not in ("", table)):
             raise DataError(
                 p,
                 f"belongs to {meta['paper']}/{meta['table']}, not {paper}/{table}",
