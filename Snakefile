@@ -1,7 +1,9 @@
 # mmt-repro: from raw data to result tables for five multimodal MT papers.
 #
 # Output path scheme (all under results/, logs and benchmarks mirror it):
-#   data/{dataset}/{split}.{lang}, data/{dataset}/image_splits/{split}.txt    corpora as fetched
+#   ../resources/{input}/{file}                           inputs as fetched (config/manifest.yaml)
+#   data/{dataset}/{split}.{lang}, data/{dataset}/image_splits/{split}.txt    corpora, checked
+#   data/stats.tsv (+ data/stats/{dataset}.tsv)            sentences, tokens, types, OOV rate
 #   text/{dataset}/{split}.{chain}.{lang}                  chain: norm.tok | lc.norm.tok (Moses)
 #   text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}, .../bpe.codes   per-paper BPE
 #   vocab/{paper}/{dataset}.{pair}.{lang}.json
@@ -41,5 +43,6 @@ include: "workflow/rules/tables.smk"
 rule all:
     input:
         "results/tables/all.tsv",
+        "results/data/stats.tsv",
         all_figures(),
     default_target: True

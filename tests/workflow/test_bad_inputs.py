@@ -21,7 +21,7 @@ import yaml
 
 from mmt_repro.config import ConfigError, deep_update, load_yaml, validate_config
 from mmt_repro.data.batching import ParallelData
-from mmt_repro.data.multi30k import SPLIT_SIZES, fetch_multi30k
+from mmt_repro.data.multi30k import SPLIT_SIZES, prepare_multi30k
 from mmt_repro.decode.translate import translate
 from mmt_repro.features.store import FeatureStore, extract_features, write_index
 from mmt_repro.io import DataError, read_lines
@@ -29,7 +29,8 @@ from mmt_repro.text.vocab import Vocab
 from mmt_repro.train.trainer import train_from_files
 
 REPO = Path(__file__).resolve().parents[2]
-MIRROR_KEY = "datasets.multi30k.mirror"
+MIRROR_KEY = "inputs.mirror"
+SHARED = REPO.parent / "shared" / "datasets"
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -45,15 +46,18 @@ def raises_data_error(func, *args, **kwargs) -> DataError:
     return info.value
 
 
-def make_mirror(root: Path, splits=("val",), langs=("en", "de"), words: int = 6) -> Path:
-    """A Multi30k mirror with the official layout and line counts (synthetic sentences)."""
-    raw = root / "task1" / "raw"
-    raw.mkdir(parents=True)
-    for split in splits:
-        for lang in langs:
-            lines = [" ".join([f"{lang}{i % 97}"] + ["word"] * (words - 2) + ["."]) for i in range(SPLIT_SIZES[split])]
-            (raw / f"{split}.{lang}.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
-    return root
+def make_gz(path: Path, split: str = "val", lang: str = "en", words: int = 6) -> Path:
+    """A fetched Multi30k file with the official line count (synthetic sentences)."""
+    lines = [" ".join([f"{lang}{i % 97}"] + ["word"] * (words - 2) + ["."]) for i in range(SPLIT_SIZES[split])]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    return path
+
+
+def shared_multi30k() -> Path:
+    if not (SHARED / "multi30k" / "task1" / "raw").is_dir():
+        pytest.skip(f"needs real Multi30k under {SHARED} (../shared/datasets beside the repository)")
+    return SHARED
 
 
 # ------------------------------------------------------------------------------ configuration
@@ -75,45 +79,69 @@ def test_wrong_type_names_the_key_and_the_expected_type():
 
 # ------------------------------------------------------------------------------ corpora
 def test_missing_mirror_names_the_config_key(tmp_path):
-    err = raises_data_error(fetch_multi30k, "val", "en", tmp_path / "val.en", mirror=tmp_path / "nowhere")
-    assert str(tmp_path / "nowhere") in str(err) and "does not exist" in str(err)
+    from mmt_repro.data.fetch import fetch_input_file
+
+    err = raises_data_error(fetch_input_file, "multi30k_task1", "raw/val.en.gz", tmp_path / "val.en.gz",
+                            mirror_root=tmp_path / "nowhere")
+    assert err.path == str(tmp_path / "nowhere") and "the mirror folder does not exist" in err.problem
     assert f"set `{MIRROR_KEY}`" in err.fix
-    assert not (tmp_path / "val.en").exists()
+    assert not (tmp_path / "val.en.gz").exists()
 
 
 def test_missing_mirror_stops_the_workflow_naming_the_key(wf, tmp_path):
     cfg = tmp_path / "mirror.yaml"
-    cfg.write_text(f"datasets:\n  multi30k:\n    mirror: {tmp_path / 'nowhere'}\n", encoding="utf-8")
+    cfg.write_text(f"inputs:\n  mirror: {tmp_path / 'nowhere'}\n", encoding="utf-8")
     res = wf.snakemake("results/data/multi30k/val.en", "--directory", str(tmp_path), "--configfile", str(cfg),
                        "--cores", "1", timeout=300)
     out = res.stdout + res.stderr
     assert res.returncode != 0
-    assert "the Multi30k mirror directory does not exist" in out and MIRROR_KEY in out, out[-3000:]
+    assert "the mirror folder does not exist" in out and MIRROR_KEY in out, out[-3000:]
     assert not (tmp_path / "results/data/multi30k/val.en").exists()
 
 
-@pytest.mark.skip(reason="checksums are issue 3: no checksum is recorded or verified yet (docs/bad_inputs.md); "
-                  "a mirror file of the wrong length is refused by its line count")
-def test_checksum_mismatch_names_the_file():
-    pass
+def test_checksum_mismatch_stops_the_fetch_naming_the_file_and_keeps_what_was_built(wf, tmp_path):
+    """A mirror whose val.en.gz differs from the official file by one sentence: fetch_input
+    names the file and both hashes; the outputs built from the good copy before are kept."""
+    shared = shared_multi30k()
+    mirror = tmp_path / "mirror" / "multi30k" / "task1"
+    (mirror / "raw").mkdir(parents=True)
+    for name in ("raw/val.en.gz", "raw/val.de.gz"):
+        (mirror / name).write_bytes((shared / "multi30k" / "task1" / name).read_bytes())
+    cfg = tmp_path / "mirror.yaml"
+    cfg.write_text(f"inputs:\n  mirror: {tmp_path / 'mirror'}\n", encoding="utf-8")
+    args = ["--directory", str(tmp_path), "--configfile", str(cfg), "--cores", "1"]
+    res = wf.snakemake("results/data/multi30k/val.de", *args, timeout=300)
+    assert res.returncode == 0, wf.failure_report(res, tmp_path)
+    built = tmp_path / "results/data/multi30k/val.de"
+    before = (built.read_bytes(), built.stat().st_mtime_ns)
+
+    lines = gzip.decompress((mirror / "raw/val.en.gz").read_bytes()).decode().splitlines()
+    lines[3] = "A sentence that is not in Multi30k."
+    (mirror / "raw/val.en.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    res = wf.snakemake("results/data/multi30k/val.en", "results/data/multi30k/val.de", *args, timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    assert f"{mirror / 'raw/val.en.gz'}: sha256 mismatch for multi30k_task1/raw/val.en.gz: expected 14f7d25d" in out, out[-3000:]
+    assert "delete it and fetch it again from the official source" in out
+    assert (built.read_bytes(), built.stat().st_mtime_ns) == before  # built from the good copy, untouched
+    assert not (tmp_path / "resources/multi30k_task1/raw/val.en.gz").exists()  # the bad copy was not kept
+    assert not (tmp_path / "results/data/multi30k/val.en").exists()
 
 
 def test_truncated_gzip_names_the_file_and_says_fetch_again(tmp_path):
-    mirror = make_mirror(tmp_path / "mirror")
-    gz = mirror / "task1" / "raw" / "val.en.gz"
+    gz = make_gz(tmp_path / "res" / "val.en.gz")
     gz.write_bytes(gz.read_bytes()[: gz.stat().st_size // 2])
-    err = raises_data_error(fetch_multi30k, "val", "en", tmp_path / "out" / "val.en", mirror=mirror)
+    err = raises_data_error(prepare_multi30k, gz, "val", "en", tmp_path / "out" / "val.en")
     assert err.path == str(gz) and "gzip stream is truncated or corrupt" in err.problem
     assert "fetch it again" in err.fix
     assert not (tmp_path / "out" / "val.en").exists()  # nothing half-written
 
 
-def test_mirror_file_with_a_lost_line_is_refused_by_its_line_count(tmp_path):
-    mirror = make_mirror(tmp_path / "mirror")
-    gz = mirror / "task1" / "raw" / "val.de.gz"
+def test_file_with_a_lost_line_is_refused_by_its_line_count(tmp_path):
+    gz = make_gz(tmp_path / "res" / "val.de.gz", lang="de")
     lines = gzip.decompress(gz.read_bytes()).decode().splitlines()
     gz.write_bytes(gzip.compress(("\n".join(lines[:-1]) + "\n").encode()))
-    err = raises_data_error(fetch_multi30k, "val", "de", tmp_path / "val.de", mirror=mirror)
+    err = raises_data_error(prepare_multi30k, gz, "val", "de", tmp_path / "val.de")
     assert err.path == str(gz) and f"expected {SPLIT_SIZES['val']}, got {SPLIT_SIZES['val'] - 1}" in err.problem
     assert "delete it and fetch it again" in err.fix
 
@@ -128,12 +156,11 @@ def test_parallel_files_of_unequal_length_name_both_files(tmp_path):
 
 
 def test_empty_line_in_a_corpus_names_file_and_line(tmp_path):
-    mirror = make_mirror(tmp_path / "mirror")
-    gz = mirror / "task1" / "raw" / "val.en.gz"
+    gz = make_gz(tmp_path / "res" / "val.en.gz")
     lines = gzip.decompress(gz.read_bytes()).decode().splitlines()
     lines[4] = ""
     gz.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
-    err = raises_data_error(fetch_multi30k, "val", "en", tmp_path / "val.en", mirror=mirror)
+    err = raises_data_error(prepare_multi30k, gz, "val", "en", tmp_path / "val.en")
     assert err.path == str(gz) and err.problem == "line 5 is empty"
     assert "remove the empty line from every parallel file" in err.fix
     assert not (tmp_path / "val.en").exists()
@@ -150,9 +177,9 @@ def test_non_utf8_bytes_name_file_line_and_how_to_re_encode(tmp_path):
 def test_non_utf8_upstream_file_fails_its_job_and_keeps_what_was_built(wf, tmp_path):
     """Half-built DAG: corrupt a fetched file, re-run; the failing job names the file and the
     fix, and every output that does not depend on the file is left untouched."""
-    mirror = make_mirror(tmp_path / "mirror")
+    mirror = shared_multi30k()
     cfg = tmp_path / "mirror.yaml"
-    cfg.write_text(f"datasets:\n  multi30k:\n    mirror: {mirror}\n", encoding="utf-8")
+    cfg.write_text(f"inputs:\n  mirror: {mirror}\n", encoding="utf-8")
     targets = ["results/text/multi30k/val.norm.tok.en", "results/text/multi30k/val.norm.tok.de"]
     args = [*targets, "--directory", str(tmp_path), "--configfile", str(cfg), "--cores", "2"]
     res = wf.snakemake(*args, timeout=300)
@@ -323,9 +350,9 @@ def test_second_run_on_a_locked_directory_is_refused_and_rerun_incomplete_recove
     """Run A holds the directory's lock (frozen with SIGSTOP while its tokenize job runs); run B
     on the same directory is refused. A is then killed (SIGKILL, as a crashed node would): its
     stale lock refuses the next run until --unlock, and --rerun-incomplete finishes the work."""
-    mirror = make_mirror(tmp_path / "mirror", splits=("train",), langs=("en",), words=12)
+    mirror = shared_multi30k()
     cfg = tmp_path / "mirror.yaml"
-    cfg.write_text(f"datasets:\n  multi30k:\n    mirror: {mirror}\n", encoding="utf-8")
+    cfg.write_text(f"inputs:\n  mirror: {mirror}\n", encoding="utf-8")
     target = "results/text/multi30k/train.norm.tok.en"
     args = [target, "--directory", str(tmp_path), "--configfile", str(cfg), "--cores", "1"]
     job_log = tmp_path / "results/logs/tokenize/multi30k/train.norm.tok.en.log"

@@ -34,7 +34,7 @@ def test_dry_run_of_full_config_resolves_every_target(tmp_path):
     res = snakemake("results/tables/all.tsv", "-n", "--directory", str(tmp_path), "--quiet", "rules")
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
-    for rule in ("fetch_multi30k", "fetch_multi30k_image_list", "generate_grounded", "tokenize", "learn_bpe",
+    for rule in ("fetch_input", "prepare_multi30k", "prepare_multi30k_image_list", "generate_grounded", "tokenize", "learn_bpe",
                  "apply_bpe", "build_vocab", "extract_features", "train_model", "translate", "score",
                  "make_table", "gather_tables"):
         assert rule in out, f"{rule} missing from the full plan:\n{out}"
@@ -161,7 +161,7 @@ def test_multi30k_from_the_mirror_through_the_dag_matches_the_official_tokenised
     if not mirror.exists() or not official.exists():
         pytest.skip(f"needs real Multi30k at {mirror} and {official} (../shared/datasets beside the repo)")
     cfg = tmp_path / "mirror.yaml"
-    cfg.write_text(f"datasets:\n  multi30k:\n    mirror: {mirror}\n", encoding="utf-8")
+    cfg.write_text(f"inputs:\n  mirror: {shared}\n", encoding="utf-8")
     targets = ["results/text/multi30k/val.lc.norm.tok.de", "results/data/multi30k/image_splits/test_2016_flickr.txt",
                "results/data/multi30k/test_2016_flickr.en"]
     res = snakemake(*targets, "--directory", str(tmp_path), "--configfile", str(cfg), "--cores", "2")
@@ -177,12 +177,13 @@ def test_request_only_images_fail_with_where_to_request_them(tmp_path):
     if not shared.exists():
         pytest.skip(f"needs real Multi30k at {shared}")
     cfg = tmp_path / "mirror.yaml"
-    cfg.write_text(f"datasets:\n  multi30k:\n    mirror: {shared}\n", encoding="utf-8")
+    cfg.write_text(f"inputs:\n  mirror: {shared.parent}\n", encoding="utf-8")
     res = snakemake("results/features/multi30k/resnet50-res4f/val.npy", "--directory", str(tmp_path),
                     "--configfile", str(cfg), "--cores", "1")
     assert res.returncode != 0
     out = res.stdout + res.stderr
-    assert "Flickr30k images are request-only" in out and "datasets.multi30k.images" in out
+    assert "(flickr30k_images) is request-only" in out and "https://forms.illinois.edu/sec/229675" in out
+    assert "set `datasets.multi30k.images`" in out
     assert (tmp_path / "results/data/multi30k/image_splits/val.txt").exists()  # built inputs are kept
 
 

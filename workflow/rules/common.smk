@@ -6,7 +6,13 @@ import sys
 from pathlib import Path
 
 from mmt_repro.config import ConfigError, paper_settings, validate_config
+from mmt_repro.data.fetch import request_only_error
+from mmt_repro.data.manifest import load_manifest
+from mmt_repro.data.prepare import SOURCES as CORPUS_SOURCES
+from mmt_repro.data.prepare import corpus_plan, text_outputs
+from mmt_repro.data.wmt import WMT15_ARCHIVES as WMT15_ARCHIVE_NAMES
 from mmt_repro.io import DataError
+from mmt_repro.text.wordpiece import WORDPIECE_VOCAB_INPUT
 from mmt_repro.models.registry import is_multimodal
 
 REPO = Path(workflow.basedir)
@@ -38,6 +44,11 @@ except (ConfigError, DataError) as err:
     sys.exit(f"mmt-repro: {err}")
 
 
+MANIFEST = load_manifest(REPO / "config" / "manifest.yaml")
+MANIFEST_INPUTS = "|".join(sorted(MANIFEST, key=len, reverse=True))
+WMT15_ARCHIVES = list(WMT15_ARCHIVE_NAMES)
+# Datasets made by mmt_repro.data.prepare (one generated rule each, see data.smk).
+PREPARED_CORPORA = [name for name, ds in config["datasets"].items() if ds["source"] in CORPUS_SOURCES]
 GROUNDED_SPLITS = ["train", "val", "test"]
 MULTI30K_SPLITS = "train|val|test_2016_flickr|test_2017_flickr|test_2017_mscoco"
 COMPARABLE_PER_IMAGE = config["backtranslation"]["descriptions"]
@@ -183,8 +194,61 @@ def all_figures():
 
 
 # ---------------------------------------------------------------- input functions for rules
-def lowercase_chain(wildcards):
-    return wildcards.chain.startswith("lc.")
+def corpus_plan_of(dataset):
+    """(inputs by role, outputs under results/data/<dataset>/) of a prepared corpus."""
+    return corpus_plan(dataset, dataset_config(dataset), MANIFEST)
+
+
+def stats_files(wildcards):
+    """"split|lang" -> text file of every split of a corpus, for corpus_stats."""
+    ds, cfg = wildcards.dataset, dataset_config(wildcards.dataset)
+    if cfg["source"] in CORPUS_SOURCES:
+        names = text_outputs(ds, cfg, MANIFEST)
+    elif cfg["source"] == "grounded":
+        names = [f"{s}.{lang}" for s in GROUNDED_SPLITS for lang in LANGS]
+    elif cfg["source"] == "wmt15":
+        names = ["train.en", "train.de"]
+    else:
+        names = [f"{s}.{lang}" for s in cfg["splits"] for lang in cfg.get("langs", LANGS)]
+    files = {name.rsplit(".", 1)[0] + "|" + name.rsplit(".", 1)[1]: f"results/data/{ds}/{name}" for name in names}
+    if not files and cfg["source"] in CORPUS_SOURCES:  # an image split without captions: count images
+        for out in corpus_plan_of(ds)[1]:
+            files[f"{Path(out).stem}|images"] = f"results/data/{ds}/{out}"
+    return files
+
+
+def stats_image_lists(wildcards):
+    """split -> image list, for the corpora that have one per split (Multi30k, grounded)."""
+    cfg = dataset_config(wildcards.dataset)
+    if cfg["source"] not in ("multi30k", "grounded"):
+        return {}
+    splits = {key.split("|")[0] for key in stats_files(wildcards)}
+    return {s: f"results/data/{wildcards.dataset}/image_splits/{s}.txt" for s in sorted(splits)}
+
+
+def stats_inputs(wildcards):
+    return [*stats_files(wildcards).values(), *stats_image_lists(wildcards).values()]
+
+
+def stats_train_split(wildcards):
+    return dataset_config(wildcards.dataset).get("train", "train")
+
+
+def local_input_dir(wildcards):
+    """The per-input local folder (`inputs.local.<input>`), resolved; None when unset."""
+    return config_path("inputs", "local", wildcards.input)
+
+
+# A tokenisation chain in a file name: [lc.][norm.][tok|wp|char] (mmt_repro.text.recipes.parse_chain)
+TEXT_CHAIN = r"(lc\.)?(norm\.)?(tok|wp|char)|lc\.norm|lc|norm"
+
+
+def tokenize_inputs(wildcards):
+    """The prepared text, plus BertGen's WordPiece vocabulary for chains with the wp step."""
+    inputs = {"text": f"results/data/{wildcards.dataset}/{wildcards.split}.{wildcards.lang}"}
+    if wildcards.chain.endswith("wp"):
+        inputs["wordpiece_vocab"] = f"resources/{WORDPIECE_VOCAB_INPUT}/vocab.txt"
+    return inputs
 
 
 def bpe_training_text(wildcards):
@@ -352,17 +416,13 @@ def image_dir(wildcards):
     return config_path("datasets", wildcards.dataset, "images") or ""
 
 
-REQUEST_ONLY_IMAGES = {
-    "multi30k": "Flickr30k images are request-only: request them at "
-    "https://shannon.cs.illinois.edu/DenotationGraph/ (the MSCOCO test images come from "
-    "https://cocodataset.org), put them in one folder and set datasets.multi30k.images to it",
-}
-
-
 def missing_images_fix(wildcards):
-    return REQUEST_ONLY_IMAGES.get(
-        wildcards.dataset, f"set datasets.{wildcards.dataset}.images to the folder holding the images"
-    )
+    """Where to get the images of a dataset (the manifest's request-only entry, when declared)."""
+    name = dataset_config(wildcards.dataset).get("images_input")
+    if name:
+        err = request_only_error(MANIFEST.input(name))
+        return f"{err.problem}; {err.fix}"
+    return f"set datasets.{wildcards.dataset}.images to the folder holding the images"
 
 
 def feature_set_config(dataset, feature_set):
@@ -419,10 +479,6 @@ def train_feature_store(kind):
         return f"results/features/{wildcards.dataset}/{wildcards.feature_set}/{train}.{ext}"
 
     return get
-
-
-def table_config(wildcards):
-    return config["papers"][wildcards.paper]["tables"][wildcards.table]
 
 
 def table_config(wildcards):

@@ -1,4 +1,6 @@
-# Corpora: fetched (Multi30k task 1 and 2, WMT'15) or generated (the grounded sets), checked.
+# Corpora: every external input is fetched by fetch_input (URL or local mirror, sha256 from
+# config/manifest.yaml) into resources/, then prepared into checked plain-text splits under
+# results/data/; the grounded sets are generated from a seed.
 
 
 rule generate_grounded:
@@ -52,96 +54,167 @@ rule generate_comparable:
         "../scripts/generate_comparable.py"
 
 
-rule fetch_multi30k:
+rule fetch_input:
+    output:
+        "resources/{input}/{file}",
+    wildcard_constraints:
+        input=MANIFEST_INPUTS,
+        file=".+",
+    params:
+        mirror=config_path("inputs", "mirror"),
+        local=local_input_dir,
+    log:
+        "results/logs/fetch_input/{input}/{file}.log",
+    benchmark:
+        "results/benchmarks/fetch_input/{input}/{file}.tsv"
+    localrule: True
+    conda:
+        "../../envs/text.yaml"
+    script:
+        "../scripts/fetch_input.py"
+
+
+rule prepare_multi30k:
+    input:
+        "resources/multi30k_task1/raw/{split}.{lang}.gz",
     output:
         "results/data/multi30k/{split}.{lang}",
     wildcard_constraints:
         split=MULTI30K_SPLITS,
-    params:
-        mirror=config_path("datasets", "multi30k", "mirror"),
-        url=config["datasets"].get("multi30k", {}).get("url"),
     log:
-        "results/logs/fetch_multi30k/{split}.{lang}.log",
+        "results/logs/prepare_multi30k/{split}.{lang}.log",
     benchmark:
-        "results/benchmarks/fetch_multi30k/{split}.{lang}.tsv"
-    localrule: True
+        "results/benchmarks/prepare_multi30k/{split}.{lang}.tsv"
     conda:
         "../../envs/text.yaml"
     script:
-        "../scripts/fetch_multi30k.py"
+        "../scripts/prepare_multi30k.py"
 
 
-rule fetch_multi30k_image_list:
+rule prepare_multi30k_image_list:
+    input:
+        "resources/multi30k_task1/image_splits/{split}.txt",
     output:
         "results/data/multi30k/image_splits/{split}.txt",
     wildcard_constraints:
         split=MULTI30K_SPLITS,
-    params:
-        mirror=config_path("datasets", "multi30k", "mirror"),
-        url=config["datasets"].get("multi30k", {}).get("url"),
     log:
-        "results/logs/fetch_multi30k_image_list/{split}.log",
+        "results/logs/prepare_multi30k_image_list/{split}.log",
     benchmark:
-        "results/benchmarks/fetch_multi30k_image_list/{split}.tsv"
-    localrule: True
+        "results/benchmarks/prepare_multi30k_image_list/{split}.tsv"
     conda:
         "../../envs/text.yaml"
     script:
-        "../scripts/fetch_multi30k_image_list.py"
+        "../scripts/prepare_multi30k_image_list.py"
 
 
-rule fetch_multi30k_comparable:
+rule prepare_multi30k_comparable:
+    input:
+        "resources/multi30k_task2/raw/train.{k}.{lang}.gz",
     output:
         "results/data/multi30k/train_c{k}.{lang}",
     wildcard_constraints:
         k="[1-5]",
         lang="en|de",
-    params:
-        mirror=config_path("datasets", "multi30k", "mirror"),
-        url=config["datasets"].get("multi30k", {}).get("url"),
     log:
-        "results/logs/fetch_multi30k_comparable/train_c{k}.{lang}.log",
+        "results/logs/prepare_multi30k_comparable/train_c{k}.{lang}.log",
     benchmark:
-        "results/benchmarks/fetch_multi30k_comparable/train_c{k}.{lang}.tsv"
-    localrule: True
+        "results/benchmarks/prepare_multi30k_comparable/train_c{k}.{lang}.tsv"
     conda:
         "../../envs/text.yaml"
     script:
-        "../scripts/fetch_multi30k_comparable.py"
+        "../scripts/prepare_multi30k_comparable.py"
 
 
-rule fetch_multi30k_comparable_image_list:
+rule prepare_multi30k_comparable_image_list:
+    input:
+        "resources/multi30k_task2/image_splits/train_images.txt",
     output:
         "results/data/multi30k/image_splits/train_c{k}.txt",
     wildcard_constraints:
         k="[1-5]",
-    params:
-        mirror=config_path("datasets", "multi30k", "mirror"),
-        url=config["datasets"].get("multi30k", {}).get("url"),
     log:
-        "results/logs/fetch_multi30k_comparable_image_list/train_c{k}.log",
+        "results/logs/prepare_multi30k_comparable_image_list/train_c{k}.log",
     benchmark:
-        "results/benchmarks/fetch_multi30k_comparable_image_list/train_c{k}.tsv"
-    localrule: True
+        "results/benchmarks/prepare_multi30k_comparable_image_list/train_c{k}.tsv"
     conda:
         "../../envs/text.yaml"
     script:
-        "../scripts/fetch_multi30k_comparable_image_list.py"
+        "../scripts/prepare_multi30k_comparable_image_list.py"
 
 
-rule fetch_wmt15:
+rule prepare_wmt15:
+    input:
+        expand("resources/wmt15_en_de/{archive}", archive=WMT15_ARCHIVES),
     output:
         en="results/data/wmt15/train.en",
         de="results/data/wmt15/train.de",
-    params:
-        mirror=config_path("datasets", "wmt15", "mirror"),
-        cache_dir="resources/wmt15",
     log:
-        "results/logs/fetch_wmt15/wmt15.log",
+        "results/logs/prepare_wmt15/wmt15.log",
     benchmark:
-        "results/benchmarks/fetch_wmt15/wmt15.tsv"
+        "results/benchmarks/prepare_wmt15/wmt15.tsv"
+    conda:
+        "../../envs/text.yaml"
+    script:
+        "../scripts/prepare_wmt15.py"
+
+
+# One rule per corpus prepared by mmt_repro.data.prepare (IWSLT'14, news test sets, VATEX,
+# COCO captions, TasvirEt): its inputs and outputs come from corpus_plan, the same plan the
+# package follows, so the two cannot drift apart.
+for _dataset in PREPARED_CORPORA:
+
+    rule:
+        name:
+            f"prepare_{_dataset}"
+        input:
+            list(corpus_plan_of(_dataset)[0].values()),
+        output:
+            [f"results/data/{_dataset}/{out}" for out in corpus_plan_of(_dataset)[1]],
+        params:
+            dataset=_dataset,
+            settings=dataset_config(_dataset),
+            out_dir=f"results/data/{_dataset}",
+        log:
+            f"results/logs/prepare_corpus/{_dataset}.log",
+        benchmark:
+            f"results/benchmarks/prepare_corpus/{_dataset}.tsv"
+        conda:
+            "../../envs/text.yaml"
+        script:
+            "../scripts/prepare_corpus.py"
+
+
+rule corpus_stats:
+    input:
+        stats_inputs,
+    output:
+        "results/data/stats/{dataset}.tsv",
+    params:
+        files=stats_files,
+        image_lists=stats_image_lists,
+        train_split=stats_train_split,
+    log:
+        "results/logs/corpus_stats/{dataset}.log",
+    benchmark:
+        "results/benchmarks/corpus_stats/{dataset}.tsv"
+    conda:
+        "../../envs/text.yaml"
+    script:
+        "../scripts/corpus_stats.py"
+
+
+rule gather_stats:
+    input:
+        expand("results/data/stats/{dataset}.tsv", dataset=config["data"]["corpora"]),
+    output:
+        "results/data/stats.tsv",
+    log:
+        "results/logs/gather_stats/stats.log",
+    benchmark:
+        "results/benchmarks/gather_stats/stats.tsv"
     localrule: True
     conda:
         "../../envs/text.yaml"
     script:
-        "../scripts/fetch_wmt15.py"
+        "../scripts/gather_stats.py"

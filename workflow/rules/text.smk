@@ -1,13 +1,14 @@
-# Text recipes: Moses normalisation and tokenisation, per-paper BPE, vocabularies.
+# Text recipes (mmt_repro.text.recipes): a chain of steps named in the file name (lc, norm,
+# tok: Moses; wp: M-BERT WordPiece; char: Chinese characters), per-paper BPE, vocabularies.
 
 
 rule tokenize:
     input:
-        "results/data/{dataset}/{split}.{lang}",
+        unpack(tokenize_inputs),
     output:
         "results/text/{dataset}/{split}.{chain}.{lang}",
-    params:
-        lowercase=lowercase_chain,
+    wildcard_constraints:
+        chain=TEXT_CHAIN,
     log:
         "results/logs/tokenize/{dataset}/{split}.{chain}.{lang}.log",
     benchmark:

@@ -1,14 +1,15 @@
-"""Rule tokenize: Moses punctuation normalisation and tokenisation (+ lowercasing)."""
+"""Rule tokenize: one text file through a recipe chain (lc, norm, tok, wp, char)."""
 
 from mmt_repro.runtime import run_step
-from mmt_repro.text.moses import preprocess
+from mmt_repro.text.recipes import prepare_text
 
 run_step(
     snakemake.log[0],
     snakemake.threads,
-    preprocess,
-    in_path=snakemake.input[0],
+    prepare_text,
+    in_path=snakemake.input.text,
     out_path=snakemake.output[0],
+    chain=snakemake.wildcards.chain,
     lang=snakemake.wildcards.lang,
-    lowercase=snakemake.params.lowercase,
+    wordpiece_vocab=snakemake.input.get("wordpiece_vocab"),
 )

@@ -1,27 +1,20 @@
-"""Multi30k task 1: fetch the raw parallel text and image lists, and check parallel files.
+"""Multi30k tasks 1 and 2: turn the fetched official files into checked plain-text splits.
 
-The official data lives in the ``multi30k/dataset`` GitHub repository under ``data/task1``:
-gzipped raw sentences in ``raw/{split}.{lang}.gz`` and the image file names, one per
-sentence, in ``image_splits/{split}.txt``. A *mirror* is a local directory laid out like that
-repository's ``data/`` folder (``mirror/task1/raw/...``, ``mirror/task1/image_splits/...``);
-with one configured (config key ``datasets.multi30k.mirror``) nothing is downloaded.
-
-Every fetched file is decoded strictly as UTF-8, checked against the published line count in
-:data:`SPLIT_SIZES` and written atomically, so a failed fetch never leaves a file behind.
+The official data lives in the ``multi30k/dataset`` GitHub repository under ``data/task1``
+(gzipped raw sentences ``raw/{split}.{lang}.gz``, image names ``image_splits/{split}.txt``) and
+``data/task2`` (five comparable descriptions per image, ``raw/{split}.{k}.{lang}.gz``, images
+``image_splits/{split}_images.txt``). Fetching (URL or local mirror, sha256) is
+:mod:`mmt_repro.data.fetch`'s job, driven by ``config/manifest.yaml`` (inputs
+``multi30k_task1`` and ``multi30k_task2``); the functions here read a fetched file, decode it
+strictly as UTF-8, refuse empty lines, check the published line count in :data:`SPLIT_SIZES`
+and write the plain text atomically, so a failed step never leaves a file behind.
 """
 
 from __future__ import annotations
 
-import http.client
-import shutil
-import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from mmt_repro.io import DataError, read_lines, write_lines
-
-OFFICIAL_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1"
 
 #: Published number of sentences (= images) per split.
 SPLIT_SIZES = {
@@ -41,22 +34,19 @@ SPLIT_LANGUAGES = {
     "test_2017_mscoco": ("en", "de", "fr"),
 }
 
-#: Config key that holds the mirror directory (named in error messages).
-MIRROR_KEY = "datasets.multi30k.mirror"
-DOWNLOAD_TIMEOUT_S = 60.0
+# Task 2 ("M30k_C"): five independent English and five German descriptions per image.
+COMPARABLE_SIZES = {"train": 29000, "val": 1014, "test_2016": 1000}
+COMPARABLE_PER_IMAGE = 5
 
 
-def _check_split(split: str) -> None:
-    if split not in SPLIT_SIZES:
-        raise DataError(
-            None,
-            f"unknown Multi30k split {split!r}; valid splits: {', '.join(SPLIT_SIZES)}",
-            "use one of the valid split names in the config",
-        )
+def _check_split(split: str, sizes: dict) -> None:
+    if split not in sizes:
+        raise DataError(None, f"unknown Multi30k split {split!r}; valid splits: {', '.join(sizes)}",
+                        "use one of the valid split names in the config")
 
 
 def _check_lang(split: str, lang: str) -> None:
-    _check_split(split)
+    _check_split(split, SPLIT_SIZES)
     valid = SPLIT_LANGUAGES[split]
     if lang not in valid:
         raise DataError(
@@ -66,139 +56,44 @@ def _check_lang(split: str, lang: str) -> None:
         )
 
 
-def _check_count(where: str | Path, lines: list[str], split: str) -> None:
-    expected = SPLIT_SIZES[split] if split in SPLIT_SIZES else COMPARABLE_SIZES[split]
+def _prepare(src: str | Path, out: str | Path, expected: int, what: str) -> Path:
+    lines = read_lines(src, allow_empty_lines=False)  # an empty line means a lost sentence
     if len(lines) != expected:
         raise DataError(
-            where,
-            f"wrong number of lines for Multi30k split {split!r}: expected {expected}, got {len(lines)}",
-            f"the file is incomplete or not the official one; delete it and fetch it again "
-            f"(check the copy under `{MIRROR_KEY}` if one is set)",
-        )
-
-
-def _from_mirror(mirror: str | Path, rel: str) -> list[str]:
-    mirror = Path(mirror)
-    src = mirror / rel
-    if not mirror.is_dir():
-        raise DataError(
-            mirror,
-            f"the Multi30k mirror directory does not exist (looked for {src})",
-            f"set `{MIRROR_KEY}` to a directory laid out like the official repo's data/ folder "
-            f"(with task1/raw/ and task1/image_splits/), or unset it to download",
-        )
-    if not src.is_file():
-        raise DataError(
             src,
-            "file missing from the Multi30k mirror",
-            f"copy data/{rel} from the official multi30k/dataset repository into the directory "
-            f"set as `{MIRROR_KEY}`, or unset `{MIRROR_KEY}` to download it",
+            f"wrong number of lines for {what}: expected {expected}, got {len(lines)}",
+            "the file is incomplete or not the official one; delete it and fetch it again "
+            "(check the local copy under `inputs.mirror` / `inputs.local` if one is set)",
         )
-    return read_lines(src, allow_empty_lines=False)  # an empty line means a lost sentence
-
-
-def _download(url: str, tmp_dir: Path, name: str) -> list[str]:
-    tmp = tmp_dir / name
-    try:
-        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as resp, open(tmp, "wb") as fh:
-            shutil.copyfileobj(resp, fh)
-    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as err:
-        raise DataError(
-            url,
-            f"download failed ({err})",
-            f"check the network connection, or download the Multi30k data once and set `{MIRROR_KEY}` "
-            f"to a local copy of the official repo's data/ folder",
-        ) from err
-    try:
-        return read_lines(tmp, allow_empty_lines=False)
-    except DataError as err:
-        # read_lines names the temporary file; name the URL that produced it instead
-        raise DataError(
-            url,
-            f"downloaded file is unusable: {err.problem}",
-            f"retry the download, or set `{MIRROR_KEY}` to a local copy of the official data",
-        ) from err
-
-
-def _fetch(rel: str, split: str, out: Path, mirror: str | Path | None, base_url: str, task: str = "task1") -> Path:
-    out = Path(out)
-    if mirror is not None and str(mirror) != "":  # an empty config value means "no mirror"
-        lines = _from_mirror(mirror, f"{task}/{rel}")
-        _check_count(Path(mirror) / task / rel, lines, split)
-    else:
-        base = base_url.rstrip("/")
-        if task != "task1":  # the configured URL points at task1; task2 sits beside it
-            base = base[: -len("task1")] + task if base.endswith("task1") else f"{base}/../{task}"
-        url = f"{base}/{rel}"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.parent) as tmp_dir:
-            lines = _download(url, Path(tmp_dir), Path(rel).name)
-        _check_count(url, lines, split)
     return write_lines(out, lines)
 
 
-def fetch_multi30k(
-    split: str,
-    lang: str,
-    out: Path,
-    mirror: str | Path | None = None,
-    base_url: str = OFFICIAL_URL,
-) -> Path:
-    """Write the decompressed raw text of ``split`` in ``lang`` to ``out`` (UTF-8, atomic).
-
-    With ``mirror`` the file is read from ``mirror/task1/raw/{split}.{lang}.gz``; otherwise it
-    is downloaded from ``{base_url}/raw/{split}.{lang}.gz``. Raises :class:`DataError` for an
-    unknown split or language, a missing mirror file, a failed download, bad gzip or UTF-8,
-    or a line count that differs from :data:`SPLIT_SIZES`.
-    """
+def prepare_multi30k(src: str | Path, split: str, lang: str, out: str | Path) -> Path:
+    """Write the raw text of task 1 ``split`` in ``lang`` (from the fetched
+    ``raw/{split}.{lang}.gz``) to ``out``, checked against :data:`SPLIT_SIZES`."""
     _check_lang(split, lang)
-    return _fetch(f"raw/{split}.{lang}.gz", split, out, mirror, base_url)
+    return _prepare(src, out, SPLIT_SIZES[split], f"Multi30k split {split!r}")
 
 
-def fetch_multi30k_image_list(
-    split: str,
-    out: Path,
-    mirror: str | Path | None = None,
-    base_url: str = OFFICIAL_URL,
-) -> Path:
-    """Write the image file names of ``split`` (one per sentence) to ``out`` (atomic).
-
-    Same sources and checks as :func:`fetch_multi30k`, for ``task1/image_splits/{split}.txt``.
-    """
-    _check_split(split)
-    return _fetch(f"image_splits/{split}.txt", split, out, mirror, base_url)
+def prepare_multi30k_image_list(src: str | Path, split: str, out: str | Path) -> Path:
+    """Write the image file names of task 1 ``split`` (one per sentence) to ``out``."""
+    _check_split(split, SPLIT_SIZES)
+    return _prepare(src, out, SPLIT_SIZES[split], f"Multi30k split {split!r}")
 
 
-# Task 2 ("M30k_C"): five independent English and five German descriptions per training image.
-COMPARABLE_SIZES = {"train": 29000, "val": 1014}
-COMPARABLE_PER_IMAGE = 5
-
-
-def fetch_multi30k_comparable(
-    k: int,
-    lang: str,
-    out: Path,
-    split: str = "train",
-    mirror: str | Path | None = None,
-    base_url: str = OFFICIAL_URL,
-) -> Path:
-    """Write the ``k``-th (1-5) comparable description of every ``split`` image of Multi30k
-    task 2 in ``lang`` (en or de) to ``out``; line i describes image i of
-    ``task2/image_splits/{split}_images.txt``. Same sources and checks as :func:`fetch_multi30k`."""
-    if split not in COMPARABLE_SIZES:
-        raise DataError(None, f"unknown Multi30k task 2 split {split!r}", f"use one of {sorted(COMPARABLE_SIZES)}")
+def prepare_multi30k_comparable(src: str | Path, k: int, lang: str, out: str | Path, split: str = "train") -> Path:
+    """The ``k``-th (1-5) comparable description of every task 2 ``split`` image in ``lang``
+    (en or de); line i describes image i of ``task2/image_splits/{split}_images.txt``."""
+    _check_split(split, COMPARABLE_SIZES)
     if lang not in ("en", "de") or not 1 <= int(k) <= COMPARABLE_PER_IMAGE:
         raise DataError(None, f"Multi30k task 2 has en/de descriptions 1-5, not {lang!r} {k!r}", "use lang en or de, k 1-5")
-    return _fetch(f"raw/{split}.{int(k)}.{lang}.gz", split, out, mirror, base_url, task="task2")
+    return _prepare(src, out, COMPARABLE_SIZES[split], f"Multi30k task 2 split {split!r}")
 
 
-def fetch_multi30k_comparable_image_list(
-    out: Path, split: str = "train", mirror: str | Path | None = None, base_url: str = OFFICIAL_URL
-) -> Path:
+def prepare_multi30k_comparable_image_list(src: str | Path, out: str | Path, split: str = "train") -> Path:
     """The image names of Multi30k task 2 ``split`` (``task2/image_splits/{split}_images.txt``)."""
-    if split not in COMPARABLE_SIZES:
-        raise DataError(None, f"unknown Multi30k task 2 split {split!r}", f"use one of {sorted(COMPARABLE_SIZES)}")
-    return _fetch(f"image_splits/{split}_images.txt", split, out, mirror, base_url, task="task2")
+    _check_split(split, COMPARABLE_SIZES)
+    return _prepare(src, out, COMPARABLE_SIZES[split], f"Multi30k task 2 split {split!r}")
 
 
 def check_parallel(paths: list[Path], expected: int | None = None, allow_empty_lines: bool = False) -> int:

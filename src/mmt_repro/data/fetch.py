@@ -1,0 +1,166 @@
+"""Fetch one declared input file: from a local copy when one is configured, else by URL;
+verify its sha256 and line count; write it atomically.
+
+Sources, in order (the first that is configured is the only one used, so that a compute node
+without internet never falls back to the network behind the user's back):
+
+1. ``local_dir``: a per-input folder (config ``inputs.local.<input>``) holding the files
+   under their manifest names;
+2. ``mirror_root``: a mirror of many inputs (config ``inputs.mirror``), each in its
+   manifest ``mirror_dir`` (``../shared/datasets`` is laid out this way);
+3. the manifest URLs, tried in order.
+
+The file is copied or downloaded into a temporary file next to ``out`` while its sha256 is
+computed; it replaces ``out`` only when the hash (where the manifest knows it) and the line
+count (where declared) match. A mismatch, a missing local file, a failed download or a
+request-only input is a :class:`~mmt_repro.io.DataError` naming the file and the fix; an
+existing ``out`` is never removed by a failed fetch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import logging
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from ..io import DataError, atomic_path, read_lines
+from .manifest import Input, InputFile, Manifest, load_manifest
+
+log = logging.getLogger(__name__)
+
+MIRROR_KEY = "inputs.mirror"
+LOCAL_KEY = "inputs.local"
+DOWNLOAD_TIMEOUT_S = 120.0
+CHUNK = 1 << 20
+
+
+def sha256_of(path: str | Path) -> str:
+    """The sha256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _copy_hashing(src, dst: Path) -> str:
+    digest = hashlib.sha256()
+    with open(dst, "wb") as out:
+        for chunk in iter(lambda: src.read(CHUNK), b""):
+            digest.update(chunk)
+            out.write(chunk)
+    return digest.hexdigest()
+
+
+def request_only_error(inp: Input) -> DataError:
+    """The error for an input no script may fetch: where to get it and which key to set."""
+    return DataError(
+        None,
+        f"{inp.title} ({inp.name}) is {inp.access}-only: it cannot be downloaded by the workflow",
+        f"{inp.request}; then set `{inp.config_key}` to its local path (licence: {inp.licence})",
+    )
+
+
+def local_source(inp: Input, f: InputFile, mirror_root: str | Path | None, local_dir: str | Path | None) -> Path | None:
+    """The local file to use for ``f``, or None when no local copy is configured. A configured
+    folder that lacks the file is an error (naming it), not a reason to go online."""
+    if local_dir:
+        folder, key = Path(local_dir), f"{LOCAL_KEY}.{inp.name}"
+    elif mirror_root:
+        if not Path(mirror_root).is_dir():
+            raise DataError(mirror_root, "the mirror folder does not exist",
+                            f"set `{MIRROR_KEY}` to a folder holding local copies of the inputs, or unset it to download")
+        if not inp.mirror_dir:
+            raise DataError(None, f"input {inp.name!r} has no mirror_dir in the manifest, so `{MIRROR_KEY}` cannot hold it",
+                            f"set `{LOCAL_KEY}.{inp.name}` to the folder holding its files")
+        folder, key = Path(mirror_root) / inp.mirror_dir, MIRROR_KEY
+    else:
+        return None
+    src = folder / f.name
+    if not src.is_file():
+        where = f" ({', '.join(f.urls)})" if f.urls else ""
+        raise DataError(src, f"file {f.name!r} of input {inp.name!r} is missing from the local copy set by `{key}`",
+                        f"put the file there (official source{where}), or unset `{key}` to download it")
+    return src
+
+
+def _download(f: InputFile, tmp: Path) -> tuple[str, str]:
+    errors = []
+    for url in f.urls:
+        try:
+            log.info("downloading %s", url)
+            with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as resp:
+                return url, _copy_hashing(resp, tmp)
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as err:
+            errors.append(f"{url}: {err}")
+    raise DataError(
+        f.urls[0] if f.urls else f.name,
+        "download failed from every declared URL:\n    " + "\n    ".join(errors),
+        f"check the network; on a machine without internet download it elsewhere and set `{MIRROR_KEY}` "
+        f"or `{LOCAL_KEY}.{f.input}` to the folder holding it",
+    )
+
+
+def _check_lines(tmp: Path, f: InputFile, source: str) -> int:
+    try:
+        n = len(read_lines(tmp))
+    except DataError as err:
+        raise DataError(source, err.problem, f"{err.fix}; the copy at {source} is damaged") from err
+    if n != f.lines:
+        raise DataError(source, f"{f.name} has {n} lines, the manifest expects {f.lines}",
+                        "the copy is incomplete or another version; fetch it again from the official source")
+    return n
+
+
+def fetch_input_file(
+    input_name: str,
+    file_name: str,
+    out: str | Path,
+    mirror_root: str | Path | None = None,
+    local_dir: str | Path | None = None,
+    manifest: Manifest | None = None,
+) -> dict:
+    """Fetch ``file_name`` of ``input_name`` into ``out``; return what was done (source, sha256,
+    whether it was verified, lines). See the module docstring for sources and checks."""
+    manifest = manifest or load_manifest()
+    inp = manifest.input(input_name)
+    if inp.access != "download":
+        raise request_only_error(inp)
+    f = inp.file(file_name)
+    out = Path(out)
+    with atomic_path(out) as tmp:
+        src = local_source(inp, f, mirror_root, local_dir)
+        if src is not None:
+            with open(src, "rb") as fh:
+                digest = _copy_hashing(fh, tmp)
+            source = str(src)
+        else:
+            source, digest = _download(f, tmp)
+        if f.sha256 and digest != f.sha256:
+            raise DataError(source, f"sha256 mismatch for {input_name}/{file_name}: expected {f.sha256}, got {digest}",
+                            "the copy is damaged or another version; delete it and fetch it again from the official "
+                            "source (config/manifest.yaml lists the URLs); the previous output was kept")
+        if not f.sha256:
+            log.warning("%s/%s has no sha256 in the manifest: fetched unchecked (sha256 %s)", input_name, file_name, digest)
+        lines = _check_lines(tmp, f, source) if f.lines is not None else None
+    log.info("%s/%s <- %s (sha256 %s, %s)", input_name, file_name, source, digest,
+             "verified" if f.sha256 else "not verifiable")
+    return {"input": input_name, "file": file_name, "source": source, "sha256": digest,
+            "verified": bool(f.sha256), "lines": lines}
+
+
+def request_only_path(input_name: str, configured: str | Path | None, manifest: Manifest | None = None) -> Path:
+    """The configured local path of a request-only input (images, videos, checkpoints), or the
+    error saying where to request it and which key to set."""
+    inp = (manifest or load_manifest()).input(input_name)
+    if not configured:
+        raise request_only_error(inp)
+    path = Path(configured)
+    if not path.exists():
+        raise DataError(path, f"the path set as `{inp.config_key}` does not exist",
+                        f"point `{inp.config_key}` at your copy of {inp.title} ({inp.request})")
+    return path
+

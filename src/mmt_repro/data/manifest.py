@@ -1,0 +1,183 @@
+"""The manifest of every external input (``config/manifest.yaml``), loaded and checked.
+
+The manifest is the one place that knows where an input comes from: its URLs, the folder a
+local mirror keeps it in, the sha256 and line count of each file, its licence, and whether a
+script may fetch it at all (``access: download``) or a person has to ask for it
+(``request``) or click through a page (``manual``). Rules ask :func:`load_manifest` and
+:func:`mmt_repro.data.fetch.fetch_input_file`; nothing else in the package holds a URL of an
+input that the manifest declares.
+
+File layout of an entry (see the comment at the top of the manifest)::
+
+    inputs:
+      multi30k_task1:
+        title: ...; papers: [...]; access: download; licence: ...; homepage: ...
+        urls: [base URL, ...]        # a file's name is appended
+        mirror_dir: multi30k/task1   # under the mirror root `inputs.mirror`
+        files:
+          raw/train.en.gz: {sha256: <hex>|null, lines: 29000}
+          some.tgz: {urls: [full URL, ...], sha256: null}
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from ..io import DataError
+
+MANIFEST = Path(__file__).resolve().parents[3] / "config" / "manifest.yaml"
+ACCESS = ("download", "request", "manual")
+
+_FILE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
+        "lines": {"type": "integer", "minimum": 0},
+        "urls": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    },
+}
+_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["inputs"],
+    "properties": {
+        "inputs": {
+            "type": "object",
+            "propertyNames": {"pattern": "^[a-z0-9_]+$"},
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["title", "papers", "access", "licence", "homepage"],
+                "properties": {
+                    "title": {"type": "string"},
+                    "papers": {"type": "array", "items": {"enum": [
+                        "doubly_attentive", "emb_pred", "visual_agreement", "bertgen", "deepfuse"]}},
+                    "access": {"enum": list(ACCESS)},
+                    "form": {"enum": ["raw", "prepared"]},
+                    "licence": {"type": "string"},
+                    "homepage": {"type": "string"},
+                    "note": {"type": "string"},
+                    "urls": {"type": "array", "items": {"type": "string"}},
+                    "mirror_dir": {"type": "string"},
+                    "request": {"type": "string"},
+                    "config_key": {"type": "string"},
+                    "files": {"type": "object", "additionalProperties": _FILE_SCHEMA},
+                },
+            },
+        }
+    },
+}
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One file of an input: where to get it and what it must be."""
+
+    input: str
+    name: str
+    urls: tuple[str, ...]
+    sha256: str | None = None
+    lines: int | None = None
+
+
+@dataclass(frozen=True)
+class Input:
+    """One declared input of the manifest."""
+
+    name: str
+    title: str
+    papers: tuple[str, ...]
+    access: str
+    licence: str
+    homepage: str
+    form: str = "raw"
+    note: str = ""
+    mirror_dir: str | None = None
+    request: str = ""
+    config_key: str = ""
+    files: dict[str, InputFile] = field(default_factory=dict)
+
+    def file(self, name: str) -> InputFile:
+        """The declared file ``name``; an undeclared name is an error listing the valid ones."""
+        if name not in self.files:
+            raise DataError(
+                MANIFEST,
+                f"input {self.name!r} declares no file {name!r}; it declares: {', '.join(sorted(self.files)) or 'none'}",
+                "use a declared file name, or add the file (with its sha256) to config/manifest.yaml",
+            )
+        return self.files[name]
+
+
+class Manifest(dict):
+    """``{name: Input}`` with a lookup that names the valid inputs on a typo."""
+
+    path: Path = MANIFEST
+
+    def input(self, name: str) -> Input:
+        if name not in self:
+            raise DataError(self.path, f"no input named {name!r}; declared inputs: {', '.join(sorted(self))}",
+                            "use one of the declared names, or declare the input in the manifest")
+        return self[name]
+
+
+def _parse(path: Path, raw: dict) -> Manifest:
+    validator = jsonschema.Draft202012Validator(_SCHEMA)
+    problems = [f"{'.'.join(map(str, e.absolute_path)) or '<top>'}: {e.message}" for e in validator.iter_errors(raw)]
+    if problems:
+        raise DataError(path, "invalid manifest:\n  - " + "\n  - ".join(problems),
+                        "fix the entries named above (the file's opening comment lists the fields)")
+    manifest = Manifest()
+    manifest.path = path
+    for name, entry in raw["inputs"].items():
+        files = {}
+        for fname, spec in (entry.get("files") or {}).items():
+            urls = tuple(spec.get("urls") or (f"{base.rstrip('/')}/{fname}" for base in entry.get("urls", [])))
+            files[fname] = InputFile(name, fname, urls, spec.get("sha256"), spec.get("lines"))
+        if entry["access"] == "download" and not files:
+            raise DataError(path, f"input {name!r} is downloadable but declares no files", "list its files under `files`")
+        if entry["access"] != "download" and not (entry.get("request") and entry.get("config_key")):
+            raise DataError(path, f"input {name!r} is {entry['access']}-only but lacks `request` or `config_key`",
+                            "say where to get it (`request`) and which config key takes its local path (`config_key`)")
+        for fname, spec in files.items():
+            if entry["access"] == "download" and not spec.urls:
+                raise DataError(path, f"file {fname!r} of input {name!r} has no URL", "give the input `urls` or the file `urls`")
+        manifest[name] = Input(
+            name=name, title=entry["title"], papers=tuple(entry["papers"]), access=entry["access"],
+            licence=entry["licence"], homepage=entry["homepage"], form=entry.get("form", "raw"),
+            note=entry.get("note", ""), mirror_dir=entry.get("mirror_dir"), request=entry.get("request", ""),
+            config_key=entry.get("config_key", ""), files=files,
+        )
+    return manifest
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(path: str, mtime_ns: int) -> Manifest:
+    return _parse(Path(path), yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+
+
+def load_manifest(path: str | Path = MANIFEST) -> Manifest:
+    """Load and check the manifest; an unknown field, a malformed sha256 or a request-only
+    input without instructions is a :class:`DataError` naming the entry."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise DataError(path, "the input manifest does not exist", "restore config/manifest.yaml from the repository")
+    return _load_cached(str(path), path.stat().st_mtime_ns)
+
+
+def manifest_table(manifest: Manifest) -> list[dict]:
+    """One row per declared file (request-only inputs: one row), for docs and listings."""
+    rows = []
+    for inp in manifest.values():
+        base = {"input": inp.name, "access": inp.access, "form": inp.form, "papers": ",".join(inp.papers),
+                "licence": inp.licence}
+        if not inp.files:
+            rows.append({**base, "file": "", "sha256": "", "url": inp.request})
+        for f in inp.files.values():
+            rows.append({**base, "file": f.name, "sha256": f.sha256 or "unknown", "url": f.urls[0] if f.urls else ""})
+    return rows

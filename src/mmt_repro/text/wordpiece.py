@@ -1,0 +1,120 @@
+"""Multilingual BERT WordPiece tokeniser (BertGen's text segmentation), loaded from a vocab file.
+
+BertGen (Mitzalis et al. 2021, section 2.1) initialises from M-BERT, "offering a 119K WordPiece
+vocabulary", and footnote 1 says: "We adopt the 'BERT-Base, Multilingual Cased' version from
+the Transformers toolkit". The released code (ImperialNLP/BertGen,
+``LanguageGeneration/data/datasets/multi30k.py``) builds ``BertTokenizer(..., do_lower_case=False)``
+on raw (untokenised) captions, and its ``PREPARE_PRETRAINED_MODELS.md`` asks to replace M-BERT's
+``vocab.txt`` with the one in the BertGen repository. That file has M-BERT cased's size
+(119,547 lines) and layout, with ``[unused1]`` .. ``[unused20]`` renamed to ``[STOP]`` and the
+task tokens (``[EN_DE_IMG]``, ``[TO_FR]``...); ``[unused21]`` on, ``[UNK]`` .. ``[MASK]`` and the
+pieces follow as in M-BERT. (Not diffed line by line against the Hugging Face file here.)
+
+Only the vocabulary file is needed (no weights), and it must be given as a local path: nothing
+here downloads. :data:`WORDPIECE_VOCAB_INPUT` names its manifest entry.
+
+Casing: with ``lowercase=True`` BERT's basic tokeniser lowercases *and strips accents* (the
+uncased models' behaviour). For the cased vocabulary keep ``lowercase=False`` and lowercase
+beforehand (the ``lc`` step of :mod:`mmt_repro.text.recipes`), as BertGen does: accents
+survive (``café`` stays ``café``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from mmt_repro.io import DataError
+
+#: The manifest input (config/manifest.yaml) holding BertGen's vocabulary: M-BERT cased's
+#: 119,547 WordPieces with ``[unused1-20]`` renamed to ``[STOP]`` and the task tokens; its URL,
+#: sha256 and line count live there. ``mbert_vocab`` is the original M-BERT cased file.
+WORDPIECE_VOCAB_INPUT = "bertgen_vocab"
+#: Lines in that file ("a 119K WordPiece vocabulary", BertGen section 2.1).
+WORDPIECE_VOCAB_SIZE = 119_547
+
+#: Continuation prefix of a WordPiece that does not start a word.
+CONTINUATION = "##"
+
+_REQUIRED = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+_FIX = (f"fetch vocab.txt of the manifest input {WORDPIECE_VOCAB_INPUT!r} (rule fetch_input: "
+        f"resources/{WORDPIECE_VOCAB_INPUT}/vocab.txt) and give its path")
+
+
+def _read_vocab(path: Path) -> dict[str, int]:
+    # as transformers' bert load_vocab: one token per line, id = line number
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return {line.rstrip("\n"): i for i, line in enumerate(fh)}
+    except UnicodeDecodeError as err:
+        raise DataError(path, f"WordPiece vocabulary is not valid UTF-8 ({err})", _FIX) from err
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str, mtime_ns: int, size: int, lowercase: bool):
+    # mtime and size in the key: a rewritten vocab file is read again
+    import inspect
+
+    import transformers
+    from transformers import BertTokenizer
+
+    vocab = _read_vocab(Path(path))
+    if "vocab" in inspect.signature(BertTokenizer.__init__).parameters:
+        # transformers >= 5: the tokenizers-backed class takes the token -> id mapping itself
+        # (an unknown ``vocab_file=`` keyword would be swallowed, leaving a 5-token vocabulary)
+        tok = BertTokenizer(vocab=vocab, do_lower_case=lowercase, tokenize_chinese_chars=True)
+    else:  # transformers 4: the Python tokeniser reads the file
+        tok = BertTokenizer(vocab_file=path, do_lower_case=lowercase, tokenize_chinese_chars=True)
+    if len(tok.get_vocab()) != len(vocab):
+        raise RuntimeError(
+            f"transformers {transformers.__version__} built a vocabulary of {len(tok.get_vocab())} entries "
+            f"from {path}, which has {len(vocab)}; this transformers version is not supported here"
+        )
+    return tok
+
+
+def load_wordpiece(vocab_path: str | os.PathLike, lowercase: bool = False):
+    """A ``transformers.BertTokenizer`` for the WordPiece vocabulary at ``vocab_path`` (cached).
+
+    ``lowercase`` is BERT's ``do_lower_case`` (lowercase and strip accents); keep it false for
+    the cased M-BERT vocabulary BertGen used. Works with transformers 4 (the Python tokeniser
+    BertGen's code used) and 5 (tokenizers-backed; same basic tokenisation and greedy
+    longest-match WordPiece). Raises :class:`DataError` when the file is missing, empty, not
+    UTF-8 or lacks one of BERT's special tokens (``[PAD]``, ``[UNK]``, ``[CLS]``, ``[SEP]``, ``[MASK]``).
+    """
+    path = Path(vocab_path)
+    if not path.is_file():
+        raise DataError(path, "WordPiece vocabulary file does not exist", _FIX)
+    st = path.stat()
+    tokens = _read_vocab(path)
+    if not set(tokens) - {""}:
+        raise DataError(path, "WordPiece vocabulary file is empty", _FIX)
+    missing = [tok for tok in _REQUIRED if tok not in tokens]
+    if missing:
+        raise DataError(path, f"not a BERT vocabulary: no {', '.join(missing)} line", _FIX)
+    return _load(str(path.resolve()), st.st_mtime_ns, st.st_size, bool(lowercase))
+
+
+def wordpiece_lines(lines: list[str], vocab_path: str | os.PathLike, lowercase: bool = False) -> list[str]:
+    """Segment each line into WordPieces, joined by single spaces (``##`` marks continuations)."""
+    tok = load_wordpiece(vocab_path, lowercase=lowercase)
+    return [" ".join(tok.tokenize(line)) for line in lines]
+
+
+def merge_wordpiece_line(line: str) -> str:
+    """Undo WordPiece: glue every ``##`` piece to the token before it (``play ##ing`` -> ``playing``).
+
+    A continuation piece with nothing before it (a line starting with ``##x``) loses its prefix.
+    Other tokens, ``[UNK]`` included, are kept as they are.
+    """
+    words: list[str] = []
+    for piece in line.split():
+        if piece.startswith(CONTINUATION) and len(piece) > len(CONTINUATION):
+            if words:
+                words[-1] += piece[len(CONTINUATION) :]
+            else:
+                words.append(piece[len(CONTINUATION) :])
+        else:
+            words.append(piece)
+    return " ".join(words)

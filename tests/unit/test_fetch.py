@@ -1,0 +1,200 @@
+"""The input manifest (config/manifest.yaml) and the fetcher: sources, sha256, line counts,
+request-only inputs, atomic writes."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mmt_repro.data.fetch import fetch_input_file, request_only_path, sha256_of
+from mmt_repro.data.manifest import MANIFEST, load_manifest, manifest_table
+from mmt_repro.io import DataError
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+PAPERS = {"doubly_attentive", "emb_pred", "visual_agreement", "bertgen", "deepfuse"}
+
+
+# ------------------------------------------------------------------ the real manifest
+def test_manifest_declares_every_input_the_papers_need():
+    m = load_manifest()
+    for name in ("multi30k_task1", "multi30k_task2", "flickr30k_images", "karpathy_splits", "coco_karpathy_test_captions",
+                 "flickr8k_text", "tasviret", "iwslt14_de_en", "iwslt14_fr_en", "setimes2_en_tr", "wmt_newstest",
+                 "wmt15_en_de", "vatex", "vatex_videos", "fasttext_cc", "multi30k_features_resnet50",
+                 "multi30k_features_butd", "vatex_i3d", "mbert_vocab"):
+        assert name in m, name
+    assert set().union(*(set(i.papers) for i in m.values())) == PAPERS
+    # Multi30k task 1: 5 splits x en/de/fr + cs for the 2016 splits, plus 5 image lists.
+    t1 = m["multi30k_task1"].files
+    assert len(t1) == 5 * 3 + 3 + 5
+    assert t1["raw/train.en.gz"].sha256 == "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f"
+    assert t1["raw/test_2017_mscoco.de.gz"].lines == 461
+    assert t1["raw/val.de.gz"].urls[0].startswith("https://raw.githubusercontent.com/multi30k/dataset/a3d2e0d")
+    assert m["wmt15_en_de"].files["europarl-v7-de-en.tgz"].urls == ("https://www.statmt.org/europarl/v7/de-en.tgz",)
+    for inp in m.values():
+        if inp.access != "download":
+            assert inp.request and inp.config_key and not inp.files, inp.name
+    rows = manifest_table(m)
+    assert sum(r["sha256"] != "unknown" for r in rows) >= 80
+
+
+def test_every_file_of_the_shared_mirror_matches_its_declared_sha256():
+    """The manifest's hashes against the real copies in ../shared/datasets (the mirror layout)."""
+    if not SHARED.is_dir():
+        pytest.skip(f"needs {SHARED} (../shared/datasets beside the repository)")
+    checked = 0
+    for inp in load_manifest().values():
+        for f in inp.files.values():
+            path = SHARED / (inp.mirror_dir or "-") / f.name
+            if f.sha256 and path.is_file():
+                assert sha256_of(path) == f.sha256, f"{inp.name}/{f.name}"
+                checked += 1
+    assert checked >= 80, checked
+
+
+def test_manifest_with_a_bad_entry_names_it(tmp_path):
+    bad = tmp_path / "manifest.yaml"
+    bad.write_text(yaml.safe_dump({"inputs": {"x": {
+        "title": "X", "papers": ["bertgen"], "access": "download", "licence": "-", "homepage": "-",
+        "urls": ["file:///nowhere"], "files": {"a.txt": {"sha256": "abc"}}, "checksum": "no"}}}))
+    with pytest.raises(DataError) as info:
+        load_manifest(bad)
+    msg = str(info.value)
+    assert str(bad) in msg and "'checksum' was unexpected" in msg and "inputs.x.files.a.txt.sha256" in msg
+
+
+# ------------------------------------------------------------------ fetching, on a toy manifest
+def _manifest(tmp_path: Path, content: bytes, lines: int | None = None, urls=None) -> Path:
+    spec = {"sha256": hashlib.sha256(content).hexdigest()}
+    if lines is not None:
+        spec["lines"] = lines
+    path = tmp_path / "manifest.yaml"
+    path.write_text(yaml.safe_dump({"inputs": {
+        "toy": {"title": "Toy corpus", "papers": ["emb_pred"], "access": "download", "licence": "CC0",
+                "homepage": "https://example.org", "urls": urls or ["https://example.invalid/toy"],
+                "mirror_dir": "toy-copy", "files": {"raw/train.en.gz": spec}},
+        "pics": {"title": "Toy pictures", "papers": ["emb_pred"], "access": "request", "licence": "research only",
+                 "homepage": "https://example.org", "request": "ask at https://example.org/form",
+                 "config_key": "datasets.toy.images"}}}))
+    return path
+
+
+@pytest.fixture
+def toy(tmp_path):
+    content = gzip.compress(b"a dog .\na cat .\n", mtime=0)
+    mirror = tmp_path / "mirror"
+    (mirror / "toy-copy" / "raw").mkdir(parents=True)
+    (mirror / "toy-copy" / "raw" / "train.en.gz").write_bytes(content)
+    return mirror, load_manifest(_manifest(tmp_path, content, lines=2)), content
+
+
+def test_fetch_from_mirror_verifies_sha256_and_lines(toy, tmp_path):
+    mirror, manifest, content = toy
+    got = fetch_input_file("toy", "raw/train.en.gz", tmp_path / "out" / "train.en.gz", mirror_root=mirror, manifest=manifest)
+    assert got["verified"] and got["lines"] == 2 and got["sha256"] == hashlib.sha256(content).hexdigest()
+    assert (tmp_path / "out" / "train.en.gz").read_bytes() == content
+
+
+def test_checksum_mismatch_names_the_file_and_keeps_the_previous_output(toy, tmp_path):
+    mirror, manifest, _ = toy
+    src = mirror / "toy-copy" / "raw" / "train.en.gz"
+    src.write_bytes(gzip.compress(b"a dog .\na cow .\n", mtime=0))
+    out = tmp_path / "out" / "train.en.gz"
+    out.parent.mkdir()
+    out.write_bytes(b"built before")
+    with pytest.raises(DataError) as info:
+        fetch_input_file("toy", "raw/train.en.gz", out, mirror_root=mirror, manifest=manifest)
+    err = info.value
+    assert err.path == str(src) and "sha256 mismatch for toy/raw/train.en.gz: expected" in err.problem
+    assert "fetch it again" in err.fix
+    assert out.read_bytes() == b"built before"  # nothing already built is lost
+    assert sorted(p.name for p in out.parent.iterdir()) == ["train.en.gz"]  # no temporary left behind
+
+
+def test_truncated_copy_with_a_known_checksum_is_refused(toy, tmp_path):
+    mirror, manifest, content = toy
+    (mirror / "toy-copy" / "raw" / "train.en.gz").write_bytes(content[:-6])
+    with pytest.raises(DataError, match="sha256 mismatch"):
+        fetch_input_file("toy", "raw/train.en.gz", tmp_path / "x.gz", mirror_root=mirror, manifest=manifest)
+    assert not (tmp_path / "x.gz").exists()
+
+
+def test_missing_mirror_file_names_the_path_and_the_key(toy, tmp_path):
+    mirror, manifest, _ = toy
+    (mirror / "toy-copy" / "raw" / "train.en.gz").unlink()
+    with pytest.raises(DataError) as info:
+        fetch_input_file("toy", "raw/train.en.gz", tmp_path / "x.gz", mirror_root=mirror, manifest=manifest)
+    assert info.value.path == str(mirror / "toy-copy" / "raw" / "train.en.gz")
+    assert "missing from the local copy set by `inputs.mirror`" in info.value.problem
+    assert "https://example.invalid/toy/raw/train.en.gz" in info.value.fix
+
+
+def test_missing_mirror_root_and_local_dir_override(toy, tmp_path):
+    mirror, manifest, content = toy
+    with pytest.raises(DataError, match="the mirror folder does not exist"):
+        fetch_input_file("toy", "raw/train.en.gz", tmp_path / "x.gz", mirror_root=tmp_path / "nowhere", manifest=manifest)
+    # a per-input folder wins over the mirror
+    got = fetch_input_file("toy", "raw/train.en.gz", tmp_path / "y.gz", mirror_root=tmp_path / "nowhere",
+                           local_dir=mirror / "toy-copy", manifest=manifest)
+    assert got["source"] == str(mirror / "toy-copy" / "raw" / "train.en.gz")
+
+
+def test_download_tries_urls_in_order(tmp_path):
+    content = gzip.compress(b"x y\n", mtime=0)
+    site = tmp_path / "site"
+    (site / "raw").mkdir(parents=True)
+    (site / "raw" / "train.en.gz").write_bytes(content)
+    manifest = load_manifest(_manifest(tmp_path, content, lines=1, urls=[(tmp_path / "dead").as_uri(), site.as_uri()]))
+    got = fetch_input_file("toy", "raw/train.en.gz", tmp_path / "out.gz", manifest=manifest)
+    assert got["source"] == f"{site.as_uri()}/raw/train.en.gz" and got["verified"]
+
+
+def test_failed_download_lists_every_url_and_the_offline_keys(tmp_path):
+    manifest = load_manifest(_manifest(tmp_path, b"x", urls=[(tmp_path / "a").as_uri(), (tmp_path / "b").as_uri()]))
+    with pytest.raises(DataError) as info:
+        fetch_input_file("toy", "raw/train.en.gz", tmp_path / "out.gz", manifest=manifest)
+    assert "download failed from every declared URL" in info.value.problem
+    assert (tmp_path / "a").as_uri() in info.value.problem and (tmp_path / "b").as_uri() in info.value.problem
+    assert "`inputs.mirror` or `inputs.local.toy`" in info.value.fix
+    assert not (tmp_path / "out.gz").exists()
+
+
+def test_wrong_line_count_with_unknown_checksum(tmp_path):
+    content = gzip.compress(b"one\ntwo\nthree\n", mtime=0)
+    path = _manifest(tmp_path, content, lines=4)
+    raw = yaml.safe_load(path.read_text())
+    raw["inputs"]["toy"]["files"]["raw/train.en.gz"]["sha256"] = None
+    path.write_text(yaml.safe_dump(raw))
+    mirror = tmp_path / "m"
+    (mirror / "toy-copy" / "raw").mkdir(parents=True)
+    (mirror / "toy-copy" / "raw" / "train.en.gz").write_bytes(content)
+    with pytest.raises(DataError, match="has 3 lines, the manifest expects 4"):
+        fetch_input_file("toy", "raw/train.en.gz", tmp_path / "o.gz", mirror_root=mirror, manifest=load_manifest(path))
+
+
+def test_request_only_input_says_where_to_ask_and_which_key_to_set(toy, tmp_path):
+    _, manifest, _ = toy
+    with pytest.raises(DataError) as info:
+        fetch_input_file("pics", "anything.jpg", tmp_path / "x", manifest=manifest)
+    assert "Toy pictures (pics) is request-only" in info.value.problem
+    assert "ask at https://example.org/form" in info.value.fix and "`datasets.toy.images`" in info.value.fix
+    with pytest.raises(DataError, match="request-only"):
+        request_only_path("pics", None, manifest=manifest)
+    with pytest.raises(DataError, match="the path set as `datasets.toy.images` does not exist"):
+        request_only_path("pics", tmp_path / "nope", manifest=manifest)
+    assert request_only_path("pics", tmp_path, manifest=manifest) == tmp_path
+
+
+def test_unknown_input_or_file_lists_the_declared_ones(toy, tmp_path):
+    _, manifest, _ = toy
+    with pytest.raises(DataError, match="declared inputs: pics, toy"):
+        fetch_input_file("tyo", "raw/train.en.gz", tmp_path / "x", manifest=manifest)
+    with pytest.raises(DataError, match="it declares: raw/train.en.gz"):
+        fetch_input_file("toy", "raw/train.de.gz", tmp_path / "x", manifest=manifest)
+
+
+def test_manifest_path_is_the_repository_file():
+    assert MANIFEST == Path(__file__).resolve().parents[2] / "config" / "manifest.yaml"

@@ -1,0 +1,14 @@
+"""Rule prepare_<dataset>: one corpus from its fetched inputs (mmt_repro.data.prepare)."""
+
+from mmt_repro.data.prepare import prepare_corpus_files
+from mmt_repro.runtime import run_step
+
+run_step(
+    snakemake.log[0],
+    snakemake.threads,
+    prepare_corpus_files,
+    name=snakemake.params.dataset,
+    settings=snakemake.params.settings,
+    input_paths=list(snakemake.input),
+    out_dir=snakemake.params.out_dir,
+)

@@ -1,0 +1,14 @@
+"""Rule prepare_multi30k_comparable: the k-th comparable description (task 2) of every image."""
+
+from mmt_repro.data.multi30k import prepare_multi30k_comparable
+from mmt_repro.runtime import run_step
+
+run_step(
+    snakemake.log[0],
+    snakemake.threads,
+    prepare_multi30k_comparable,
+    src=snakemake.input[0],
+    k=int(snakemake.wildcards.k),
+    lang=snakemake.wildcards.lang,
+    out=snakemake.output[0],
+)
