@@ -44,5 +44,6 @@ rule all:
     input:
         "results/tables/all.tsv",
         "results/data/stats.tsv",
+        recipe_targets(),
         all_figures(),
     default_target: True

@@ -211,3 +211,34 @@ def test_every_extractor_runs_through_the_dag_on_real_media(tmp_path):
     assert boxes.shape == (3, 36, 4)
     log = (tmp_path / "results/logs/extract_features/sample_media/resnet50-res4f/all.log").read_text()
     assert "random-init" in log  # the log says which weights were used
+
+
+def test_every_corpus_with_a_shared_copy_is_prepared_and_has_its_published_size(tmp_path):
+    """Issue 3: with config/shared_mirror.yaml (inputs.mirror = ../shared/datasets) the DAG
+    fetches (sha256-checked), prepares, checks and counts every corpus that has a copy there."""
+    shared = REPO.parent / "shared" / "datasets"
+    if not (shared / "multi30k").exists():
+        pytest.skip(f"needs the real corpora in {shared} (../shared/datasets beside the repo)")
+    res = snakemake("results/data/stats.tsv", "--directory", str(tmp_path), "--configfile",
+                    str(REPO / "config" / "shared_mirror.yaml"), "--cores", "2")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    stats = pd.read_csv(tmp_path / "results" / "data" / "stats.tsv", sep="\t")
+    sizes = {(r.corpus, r.split, r.lang): r.sentences for r in stats.itertuples()}
+    published = {
+        ("multi30k", "train", "de"): 29000, ("multi30k", "val", "fr"): 1014, ("multi30k", "test_2016_flickr", "en"): 1000,
+        ("multi30k", "test_2017_flickr", "de"): 1000, ("multi30k", "test_2017_mscoco", "fr"): 461,
+        ("iwslt14_de_en", "test", "de"): 6750, ("iwslt14_de_en", "valid", "en"): 7283,
+        ("setimes2_en_tr", "valid", "tr"): 6007, ("setimes2_en_tr", "test", "en"): 3000,
+        ("wmt19_de_fr", "test", "fr"): 1701, ("coco_karpathy_test", "test.5", "en"): 5000,
+        ("tasviret", "train", "images"): 6914, ("tasviret", "val", "images"): 543, ("tasviret", "test", "images"): 543,
+        ("vatex", "val", "zh"): 2810 * 5,
+    }
+    for key, n in published.items():
+        assert sizes[key] == n, key
+    m30k = stats[stats.corpus == "multi30k"].set_index(["split", "lang"])
+    assert m30k.loc[("train", "en"), "tokens"] == 345020 and m30k.loc[("train", "en"), "oov_rate"] == 0
+    assert 0 < m30k.loc[("test_2016_flickr", "de"), "oov_rate"] < 0.1
+    # the TasvirEt split keeps every Multi30k val/test image out of its train split
+    train_images = set((tmp_path / "results/data/tasviret/image_splits/train.txt").read_text().split())
+    m30k_test = {n.split(".")[0] for n in (tmp_path / "results/data/multi30k/image_splits/test_2016_flickr.txt").read_text().split()}
+    assert not {n.split("_")[0] for n in train_images} & m30k_test

@@ -12,6 +12,7 @@ from mmt_repro.data.prepare import SOURCES as CORPUS_SOURCES
 from mmt_repro.data.prepare import corpus_plan, text_outputs
 from mmt_repro.data.wmt import WMT15_ARCHIVES as WMT15_ARCHIVE_NAMES
 from mmt_repro.io import DataError
+from mmt_repro.text.recipes import recipe_for
 from mmt_repro.text.wordpiece import WORDPIECE_VOCAB_INPUT
 from mmt_repro.models.registry import is_multimodal
 
@@ -201,7 +202,27 @@ def corpus_plan_of(dataset):
 
 def stats_files(wildcards):
     """"split|lang" -> text file of every split of a corpus, for corpus_stats."""
-    ds, cfg = wildcards.dataset, dataset_config(wildcards.dataset)
+    return corpus_text_files(wildcards.dataset)
+
+
+def recipe_targets():
+    """Every corpus of `data.corpora` through the text chain of each paper that reads it
+    (`data.recipes`; chains from mmt_repro.text.recipes), e.g. text/multi30k/val.lc.norm.tok.en."""
+    targets = set()
+    for paper, datasets in config["data"].get("recipes", {}).items():
+        rec = recipe_for(paper)
+        for ds in datasets:
+            if ds not in config["data"]["corpora"]:
+                continue
+            for key in corpus_text_files(ds):
+                split, lang = key.split("|")
+                if lang in rec.langs:
+                    targets.add(f"results/text/{ds}/{split}.{rec.chain_for(lang)}.{lang}")
+    return sorted(targets)
+
+
+def corpus_text_files(ds):
+    cfg = dataset_config(ds)
     if cfg["source"] in CORPUS_SOURCES:
         names = text_outputs(ds, cfg, MANIFEST)
     elif cfg["source"] == "grounded":
@@ -210,7 +231,7 @@ def stats_files(wildcards):
         names = ["train.en", "train.de"]
     else:
         names = [f"{s}.{lang}" for s in cfg["splits"] for lang in cfg.get("langs", LANGS)]
-    files = {name.rsplit(".", 1)[0] + "|" + name.rsplit(".", 1)[1]: f"results/data/{ds}/{name}" for name in names}
+    files = {"|".join(name.rsplit(".", 1)): f"results/data/{ds}/{name}" for name in names}
     if not files and cfg["source"] in CORPUS_SOURCES:  # an image split without captions: count images
         for out in corpus_plan_of(ds)[1]:
             files[f"{Path(out).stem}|images"] = f"results/data/{ds}/{out}"
@@ -222,7 +243,7 @@ def stats_image_lists(wildcards):
     cfg = dataset_config(wildcards.dataset)
     if cfg["source"] not in ("multi30k", "grounded"):
         return {}
-    splits = {key.split("|")[0] for key in stats_files(wildcards)}
+    splits = {key.split("|")[0] for key in corpus_text_files(wildcards.dataset)}
     return {s: f"results/data/{wildcards.dataset}/image_splits/{s}.txt" for s in sorted(splits)}
 
 

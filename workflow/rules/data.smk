@@ -174,7 +174,6 @@ for _dataset in PREPARED_CORPORA:
         params:
             dataset=_dataset,
             settings=dataset_config(_dataset),
-            out_dir=f"results/data/{_dataset}",
         log:
             f"results/logs/prepare_corpus/{_dataset}.log",
         benchmark:

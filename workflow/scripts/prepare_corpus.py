@@ -10,5 +10,5 @@ run_step(
     name=snakemake.params.dataset,
     settings=snakemake.params.settings,
     input_paths=list(snakemake.input),
-    out_dir=snakemake.params.out_dir,
+    output_paths=list(snakemake.output),
 )

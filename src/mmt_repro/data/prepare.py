@@ -173,12 +173,16 @@ def prepare_corpus(name: str, settings: dict, inputs: dict[str, str], out_dir: s
     raise DataError(None, f"unknown corpus source {source!r}", f"use one of {', '.join(SOURCES)}")
 
 
-def prepare_corpus_files(name: str, settings: dict, input_paths: list[str], out_dir: str | Path) -> dict:
-    """:func:`prepare_corpus` with the inputs given in :func:`corpus_plan` order (as a rule
-    passes them)."""
-    keys = list(corpus_plan(name, settings)[0])
-    if len(keys) != len(input_paths):
-        raise ValueError(f"{name}: {len(input_paths)} inputs given, the plan has {len(keys)}")
+def prepare_corpus_files(name: str, settings: dict, input_paths: list[str], output_paths: list[str]) -> dict:
+    """:func:`prepare_corpus` with inputs and outputs given in :func:`corpus_plan` order (as
+    a rule passes them); the output folder is where the plan's outputs are."""
+    keys, outs = corpus_plan(name, settings)
+    keys = list(keys)
+    if len(keys) != len(input_paths) or len(outs) != len(output_paths):
+        raise ValueError(f"{name}: {len(input_paths)} inputs / {len(output_paths)} outputs given, "
+                         f"the plan has {len(keys)} / {len(outs)}")
+    first = Path(output_paths[0])
+    out_dir = Path(*first.parts[: len(first.parts) - len(Path(outs[0]).parts)])
     return prepare_corpus(name, settings, dict(zip(keys, input_paths)), out_dir)
 
 
