@@ -115,3 +115,16 @@ def write_lines(path: str | os.PathLike, lines) -> Path:
             fh.write(line)
             fh.write("\n")
     return Path(path)
+
+
+def read_json(path: str | os.PathLike, missing_fix: str):
+    """A UTF-8 JSON file; a missing, truncated or non-UTF-8 file is a :class:`DataError`."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "file does not exist", missing_fix)
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DataError(path, f"not valid UTF-8 JSON ({err})", "the download is truncated; fetch it again") from err

@@ -8,7 +8,8 @@ import pytest
 
 from mmt_repro.io import DataError, read_lines
 from mmt_repro.text.bpe import apply_bpe, apply_bpe_lines, learn_bpe, merge_bpe
-from mmt_repro.text.moses import detokenize_lines, preprocess, preprocess_lines
+from mmt_repro.text.moses import detokenize_lines, preprocess_lines
+from mmt_repro.text.recipes import prepare_text
 
 DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 RAW = DATASETS / "multi30k" / "task1" / "raw"
@@ -69,7 +70,7 @@ def test_perl_parity_does_not_leak_into_other_normalizers():
 def test_options_and_file_roundtrip(tmp_path):
     src = tmp_path / "in.de"
     src.write_text("Ein „Test“ – hier.\nZweite Zeile!\n", encoding="utf-8")
-    out = preprocess(src, tmp_path / "out.de", "de")
+    out = prepare_text(src, tmp_path / "out.de", "norm.tok", "de")
     assert read_lines(out) == ["Ein &quot; Test &quot; - hier .", "Zweite Zeile !"]
     assert preprocess_lines(["Ein „Test“ – hier."], "de", tokenize=False) == ['Ein "Test" - hier.']
     assert preprocess_lines(["Ein „Test“."], "de", normalize=False) == ["Ein „ Test “ ."]
@@ -82,7 +83,7 @@ def test_options_and_file_roundtrip(tmp_path):
 def test_preprocess_missing_input_names_file(tmp_path):
     missing = tmp_path / "nope.en"
     with pytest.raises(DataError, match="nope.en"):
-        preprocess(missing, tmp_path / "out.en", "en")
+        prepare_text(missing, tmp_path / "out.en", "norm.tok", "en")
     assert not (tmp_path / "out.en").exists()
 
 

@@ -39,7 +39,6 @@ fixed seed (a hash of seed and image name, independent of Python/numpy versions)
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -47,7 +46,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from mmt_repro.data.checks import KARPATHY_SPLIT_IMAGES, KNOWN_SIZES, check_lines
-from mmt_repro.io import DataError, read_lines, write_lines
+from mmt_repro.io import DataError, read_json, read_lines, write_lines
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +64,7 @@ def _clean(text: str) -> str:
 def read_karpathy(json_path: str | os.PathLike) -> dict:
     """Load and validate a Karpathy-style caption JSON (module docstring); returns the dict."""
     json_path = Path(json_path)
-    if not json_path.is_file():
-        raise DataError(json_path, "file does not exist", "download caption_datasets.zip (Karpathy) and unzip it")
-    try:
-        data = json.loads(json_path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DataError(json_path, f"not valid UTF-8 JSON ({err})", "the download is truncated; fetch it again") from err
+    data = read_json(json_path, "download caption_datasets.zip (Karpathy) and unzip it")
     images = data.get("images") if isinstance(data, dict) else None
     if not isinstance(images, list) or not images:
         raise DataError(json_path, "no top-level 'images' list", "pass a Karpathy-style caption JSON")

@@ -30,12 +30,8 @@ published sizes: :mod:`~mmt_repro.data.checks`; corpus statistics: :mod:`~mmt_re
 
 from __future__ import annotations
 
-import os
-import shutil
-import tarfile
-import zipfile
-from pathlib import Path, PurePosixPath
 
+from mmt_repro.data.archives import extract_member
 from mmt_repro.data.captions import (
     flickr30k_id,
     prepare_karpathy,
@@ -48,7 +44,6 @@ from mmt_repro.data.captions import (
 from mmt_repro.data.iwslt import clean_corpus, prepare_iwslt14, prepare_iwslt14_prepared
 from mmt_repro.data.newstest import prepare_newstest, prepare_setimes, read_newstest, read_sgm
 from mmt_repro.data.vatex import prepare_vatex, prepare_vatex_prepared, read_vatex_prepared
-from mmt_repro.io import DataError, atomic_path
 
 __all__ = [
     "clean_corpus",
@@ -70,39 +65,3 @@ __all__ = [
     "read_vatex_prepared",
     "split_tasviret",
 ]
-
-
-def extract_member(archive: str | os.PathLike, member: str, out: str | os.PathLike) -> Path:
-    """Copy one file out of a ``.zip`` or ``.tar[.gz]``/``.tgz`` archive to ``out`` (atomic).
-
-    ``member`` is a path inside the archive, or a base name that must match exactly one file
-    member (``dataset_coco.json`` finds ``caption_datasets/dataset_coco.json`` wherever it is).
-    """
-    archive = Path(archive)
-    if not archive.is_file():
-        raise DataError(archive, "archive does not exist", "fetch it first (the download rule for this input)")
-
-    def pick(names: list[str]) -> str:
-        exact = [n for n in names if n.rstrip("/") == member]
-        hits = exact or [n for n in names if PurePosixPath(n).name == member]
-        if len(hits) != 1:
-            shown = ", ".join(hits) if hits else ", ".join(sorted(names)[:20]) or "none"
-            raise DataError(archive, f"{len(hits)} members match {member!r} ({'matches' if hits else 'members'}: {shown})",
-                            "name the member by its full path inside the archive, or fetch the archive again")
-        return hits[0]
-
-    try:
-        if zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as zf:
-                name = pick([n for n in zf.namelist() if not n.endswith("/")])
-                with zf.open(name) as src, atomic_path(out) as tmp, open(tmp, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-        else:
-            with tarfile.open(archive, "r:*") as tar:
-                files = {m.name: m for m in tar.getmembers() if m.isfile()}
-                name = pick(list(files))
-                with tar.extractfile(files[name]) as src, atomic_path(out) as tmp, open(tmp, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as err:
-        raise DataError(archive, f"cannot read the archive ({err})", "delete it and fetch it again") from err
-    return Path(out)

@@ -37,10 +37,10 @@ from __future__ import annotations
 import logging
 import os
 import re
-import tarfile
 from collections.abc import Iterable, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from mmt_repro.data.archives import read_text_members
 from mmt_repro.data.checks import KNOWN_SIZES, check_lines
 from mmt_repro.io import DataError, read_lines, write_lines
 from mmt_repro.text.moses import preprocess_lines
@@ -145,36 +145,6 @@ def _tok_lc(lines: Sequence[str], lang: str) -> list[str]:
     return [perl_lc(t) for t in preprocess_lines(lines, lang, lowercase=False, normalize=False, tokenize=True)]
 
 
-def _members(tar: tarfile.TarFile, archive: Path) -> dict[str, tarfile.TarInfo]:
-    by_name: dict[str, tarfile.TarInfo] = {}
-    for m in tar.getmembers():
-        if not m.isfile():
-            continue
-        base = PurePosixPath(m.name).name
-        if base in by_name:
-            raise DataError(archive, f"two members are named {base!r} ({by_name[base].name}, {m.name})",
-                            "use the official WIT3 archive, which has one folder")
-        by_name[base] = m
-    return by_name
-
-
-def _read_member(tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo], archive: Path, base: str) -> list[str]:
-    if base not in members:
-        raise DataError(archive, f"member {base!r} is missing (members: {', '.join(sorted(members)) or 'none'})",
-                        "fetch the official IWSLT'14 archive again (wit3.fbk.eu/archive/2014-01/texts/)")
-    data = tar.extractfile(members[base]).read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise DataError(f"{archive}:{members[base].name}", f"not valid UTF-8 ({err.reason} at byte {err.start})",
-                        "fetch the archive again") from err
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    # tokenizer.perl deletes control characters (CR included) anyway
-    return [line.replace("\r", "") for line in lines]
-
-
 def _pair(src: str, tgt: str) -> str:
     pair = f"{src}-{tgt}"
     if pair not in IWSLT14_TEST_SETS:
@@ -215,16 +185,12 @@ def prepare_iwslt14(
     pair = _pair(src, tgt)
     if not archive.is_file():
         raise DataError(archive, "archive does not exist", f"download {pair}.tgz from wit3.fbk.eu/archive/2014-01/texts/")
-    try:
-        with tarfile.open(archive, "r:*") as tar:
-            members = _members(tar, archive)
-            train_raw = {lang: _read_member(tar, members, archive, f"train.tags.{pair}.{lang}") for lang in (src, tgt)}
-            xml = {
-                (name, lang): _read_member(tar, members, archive, f"IWSLT14.{name}.{pair}.{lang}.xml")
-                for name in IWSLT14_TEST_SETS[pair] for lang in (src, tgt)
-            }
-    except (tarfile.TarError, EOFError, OSError) as err:
-        raise DataError(archive, f"cannot read the archive ({err})", "delete it and fetch it again") from err
+    train_names = [f"train.tags.{pair}.{lang}" for lang in (src, tgt)]
+    xml_names = {(name, lang): f"IWSLT14.{name}.{pair}.{lang}.xml" for name in IWSLT14_TEST_SETS[pair] for lang in (src, tgt)}
+    text = read_text_members(archive, [*train_names, *xml_names.values()],
+                             "fetch the official IWSLT'14 archive again (wit3.fbk.eu/archive/2014-01/texts/)")
+    train_raw = {lang: text[name] for lang, name in zip((src, tgt), train_names)}
+    xml = {key: text[name] for key, name in xml_names.items()}
 
     # train: filter headers, tokenise, clean, lowercase, split off every 23rd line
     filtered = {lang: filter_train_tags(lines) for lang, lines in train_raw.items()}

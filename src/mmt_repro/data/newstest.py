@@ -19,10 +19,10 @@ import html
 import logging
 import os
 import re
-import zipfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from mmt_repro.data.archives import read_text_members
 from mmt_repro.data.checks import check_lines
 from mmt_repro.io import DataError, read_lines, write_lines
 
@@ -125,27 +125,10 @@ def prepare_setimes(
     pair = f"{src}-{tgt}"
     if not zip_path.is_file():
         raise DataError(zip_path, "zip file does not exist", f"download SETIMES/v2/moses/{pair}.txt.zip from OPUS")
-    try:
-        with zipfile.ZipFile(zip_path) as zf:
-            by_base = {PurePosixPath(n).name: n for n in zf.namelist() if not n.endswith("/")}
-            sides = {}
-            for lang in (src, tgt):
-                base = f"SETIMES.{pair}.{lang}"
-                if base not in by_base:
-                    raise DataError(zip_path, f"member {base!r} is missing (members: {', '.join(sorted(by_base))})",
-                                    f"use the OPUS moses zip {pair}.txt.zip (languages in alphabetical order)")
-                raw = zf.read(by_base[base])
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise DataError(f"{zip_path}:{base}", f"not valid UTF-8 ({err.reason} at byte {err.start})",
-                                    "fetch the zip again") from err
-                lines = text.split("\n")
-                if lines and lines[-1] == "":
-                    lines.pop()
-                sides[lang] = [x.replace("\r", "") for x in lines]
-    except (zipfile.BadZipFile, OSError) as err:
-        raise DataError(zip_path, f"cannot read the zip ({err})", "delete it and fetch it again") from err
+    names = {lang: f"SETIMES.{pair}.{lang}" for lang in (src, tgt)}
+    text = read_text_members(zip_path, list(names.values()),
+                             f"use the OPUS moses zip {pair}.txt.zip (languages in alphabetical order)")
+    sides = {lang: text[name] for lang, name in names.items()}
     if len(sides[src]) != len(sides[tgt]):
         raise DataError(zip_path, f"SETIMES.{pair}.{src} has {len(sides[src])} lines but .{tgt} has {len(sides[tgt])}",
                         "the zip is damaged or not the OPUS moses release; fetch it again")

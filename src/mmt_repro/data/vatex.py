@@ -16,14 +16,13 @@ that mirror form (already lowercased/tokenised English, character-split Chinese)
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from mmt_repro.data.checks import VATEX_VIDEOS, check_lines
-from mmt_repro.io import DataError, read_lines, write_lines
+from mmt_repro.io import DataError, read_json, read_lines, write_lines
 
 PAIRS_PER_VIDEO = 5
 CAPTIONS_PER_VIDEO = 10
@@ -51,12 +50,7 @@ def prepare_vatex(
     ``{"videos": n, "pairs": 5n}``.
     """
     json_path = Path(json_path)
-    if not json_path.is_file():
-        raise DataError(json_path, "file does not exist", "download vatex_{training,validation}_v1.0.json from the VATEX site")
-    try:
-        data = json.loads(json_path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DataError(json_path, f"not valid UTF-8 JSON ({err})", "the download is truncated; fetch it again") from err
+    data = read_json(json_path, "download vatex_{training,validation}_v1.0.json from the VATEX site")
     if not isinstance(data, list) or not data:
         raise DataError(json_path, "expected a non-empty JSON list of videos", "pass vatex_*_v1.0.json")
     wanted = None if keep is None else {str(x).strip() for x in keep}

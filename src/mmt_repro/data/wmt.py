@@ -10,10 +10,10 @@ files, checks that each pair of files lines up, drops pairs with an empty side, 
 from __future__ import annotations
 
 import logging
-import tarfile
 from pathlib import Path
 
 from ..io import DataError, write_lines
+from .archives import read_text_members
 
 log = logging.getLogger(__name__)
 
@@ -23,18 +23,6 @@ WMT15_ARCHIVES = {
     "training-parallel-commoncrawl.tgz": "commoncrawl.de-en",
     "training-parallel-nc-v10.tgz": "news-commentary-v10.de-en",
 }
-
-
-def _read_member(tar: tarfile.TarFile, archive: Path, suffix: str) -> list[str]:
-    members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(suffix)]
-    if len(members) != 1:
-        raise DataError(archive, f"expected one member ending in {suffix!r}, found {len(members)}", "fetch the archive again")
-    data = tar.extractfile(members[0]).read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise DataError(f"{archive}:{members[0].name}", f"not UTF-8 ({err.reason})", "fetch the archive again") from err
-    return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
 
 
 def prepare_wmt15(archives: list[str | Path], out_en: Path, out_de: Path) -> dict:
@@ -47,11 +35,8 @@ def prepare_wmt15(archives: list[str | Path], out_en: Path, out_de: Path) -> dic
     en_all, de_all, counts = [], [], {}
     for name, prefix in WMT15_ARCHIVES.items():
         archive = by_name[name]
-        try:
-            with tarfile.open(archive, "r:gz") as tar:
-                en, de = _read_member(tar, archive, f"{prefix}.en"), _read_member(tar, archive, f"{prefix}.de")
-        except (tarfile.TarError, EOFError, OSError) as err:
-            raise DataError(archive, f"truncated or corrupt archive ({err})", "delete it and fetch it again") from err
+        text = read_text_members(archive, [f"{prefix}.en", f"{prefix}.de"], "fetch the archive again")
+        en, de = text[f"{prefix}.en"], text[f"{prefix}.de"]
         if len(en) != len(de):
             raise DataError(archive, f"{prefix}: {len(en)} English vs {len(de)} German lines", "fetch the archive again")
         kept = [(e.strip(), d.strip()) for e, d in zip(en, de) if e.strip() and d.strip()]

@@ -23,13 +23,10 @@ en, de and fr on every split (checked in ``tests/unit/test_text.py``). Three det
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Iterable
-from pathlib import Path
 
 from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 
-from mmt_repro.io import read_lines, write_lines
 
 # sacremoses default -> what normalize-punctuation.perl does (sacremoses' perl_parity changes)
 _PERL_PARITY = {
@@ -84,19 +81,6 @@ def preprocess_lines(
             line = tok.tokenize(line, aggressive_dash_splits=False, escape=True, return_str=True)
         out.append(line)
     return out
-
-
-def preprocess(
-    in_path: str | os.PathLike,
-    out_path: str | os.PathLike,
-    lang: str,
-    lowercase: bool = False,
-    normalize: bool = True,
-    tokenize: bool = True,
-) -> Path:
-    """Apply :func:`preprocess_lines` to a text file (``.gz`` allowed); atomic write of ``out_path``."""
-    lines = read_lines(in_path)
-    return write_lines(out_path, preprocess_lines(lines, lang, lowercase=lowercase, normalize=normalize, tokenize=tokenize))
 
 
 def detokenize_lines(lines: Iterable[str], lang: str) -> list[str]:
