@@ -4,15 +4,17 @@
 #   ../resources/{input}/{file}                           inputs as fetched (config/manifest.yaml)
 #   data/{dataset}/{split}.{lang}, data/{dataset}/image_splits/{split}.txt    corpora, checked
 #   data/stats.tsv (+ data/stats/{dataset}.tsv)            sentences, tokens, types, OOV rate
-#   text/{dataset}/{split}.{chain}.{lang}                  chain: norm.tok | lc.norm.tok (Moses)
-#   text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}, .../bpe.codes   per-paper BPE
-#   vocab/{paper}/{dataset}.{pair}.{lang}.json
+#   text/{dataset}/{split}.{chain}.{lang}                  chain: [lc.][norm.](tok|wp|char) (recipes)
+#   text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}, .../bpe.{joint|lang}.codes   per-paper BPE
+#   vocab/{paper}/{dataset}.{pair}.{lang|joint}.json
 #   features/{dataset}/{extractor}-{layer}[.std]/{split}.npy (+ .index.parquet)
 #   models/{paper}/{system}/{dataset}.{pair}.seed{seed}.best.pt (+ .curve.tsv, .last.pt)
 #   translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt
 #   scores/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.json
+#   attention/..., analyses/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.json
 #   tables/{paper}/{table}.tsv and tables/all.tsv (+ all.parquet)
 # condition: congruent (each sentence with its image) | shuffled (images deranged).
+# The templates are defined once, in PATHS of workflow/rules/common.smk.
 
 from pathlib import Path
 
@@ -38,6 +40,12 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/decode.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/tables.smk"
+
+
+# Model configs are checked against their dataclasses once per real run (it imports torch;
+# planning, dry runs and SLURM job steps do without).
+onstart:
+    onstart_check_models()
 
 
 rule all:

@@ -5,16 +5,15 @@ import re
 import sys
 from pathlib import Path
 
-from mmt_repro.config import ConfigError, paper_settings, validate_config
+from mmt_repro.config import ConfigError, validate_config
 from mmt_repro.data.fetch import request_only_error
 from mmt_repro.data.manifest import load_manifest
 from mmt_repro.data.prepare import SOURCES as CORPUS_SOURCES
 from mmt_repro.data.prepare import corpus_plan, text_outputs
 from mmt_repro.data.wmt import WMT15_ARCHIVES as WMT15_ARCHIVE_NAMES
 from mmt_repro.io import DataError
-from mmt_repro.text.recipes import recipe_for
+from mmt_repro.settings import as_plain, load_paper
 from mmt_repro.text.wordpiece import WORDPIECE_VOCAB_INPUT
-from mmt_repro.models.registry import is_multimodal
 
 REPO = Path(workflow.basedir)
 LANGS = ["en", "de", "fr"]
@@ -37,12 +36,49 @@ def config_path(*keys):
 
 try:
     validate_config(config, REPO / "config" / "schema.yaml")
+    # Per-paper settings (config/papers/<paper>.yaml + the config's overrides), checked without
+    # torch; model configs are checked against their dataclasses by `onstart` (Snakefile).
     SETTINGS = {
-        paper: paper_settings(repo_path(block["settings"]), block.get("overrides"))
+        paper: load_paper(paper, repo_path(block["settings"]), block.get("overrides"))
         for paper, block in config["papers"].items()
     }
 except (ConfigError, DataError) as err:
     sys.exit(f"mmt-repro: {err}")
+
+
+# Every output path template, defined once; rules and input functions format these.
+PATHS = {
+    "text": "results/text/{dataset}/{split}.{chain}.{lang}",
+    "bpe_codes": "results/text/{paper}/{dataset}.{pair}/bpe.{side}.codes",
+    "bpe_text": "results/text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}",
+    "bpe_corpus": "results/text/{paper}/{dataset}.{pair}/corpus_{corpus}.{chain}.bpe.{lang}",
+    "vocab": "results/vocab/{paper}/{dataset}.{pair}.{side}.json",
+    "model": "results/models/{paper}/{system}/{dataset}.{pair}.seed{seed}",
+    "translation": "results/translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt",
+    "score": "results/scores/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.json",
+    "analysis": "results/analyses/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.json",
+    "attention": "results/attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.pt",
+    "backtranslation": "results/backtranslation/{paper}/{dataset}.{pair}",
+    "significance": "results/significance/{paper}/{table}.json",
+    "table": "results/tables/{paper}/{table}.tsv",
+    "figure": "results/figures/{paper}/{table}.{figure}",
+}
+
+
+def path(name, **values):
+    return PATHS[name].format(**values)
+
+
+def onstart_check_models(log=None):
+    """Real runs (not dry runs, not SLURM job steps): every system's model config against its
+    model's dataclass, once, before any job starts (imports torch)."""
+    from mmt_repro.settings import check_model_configs
+
+    try:
+        for settings in SETTINGS.values():
+            check_model_configs(settings)
+    except ConfigError as err:
+        sys.exit(f"mmt-repro: {err}")
 
 
 MANIFEST = load_manifest(REPO / "config" / "manifest.yaml")
@@ -52,7 +88,9 @@ WMT15_ARCHIVES = list(WMT15_ARCHIVE_NAMES)
 PREPARED_CORPORA = [name for name, ds in config["datasets"].items() if ds["source"] in CORPUS_SOURCES]
 GROUNDED_SPLITS = ["train", "val", "test"]
 MULTI30K_SPLITS = "train|val|test_2016_flickr|test_2017_flickr|test_2017_mscoco"
-COMPARABLE_PER_IMAGE = config["backtranslation"]["descriptions"]
+# Comparable descriptions generated per grounded training image: as many as any paper
+# back-translates (Multi30k task 2 has 5 per image).
+COMPARABLE_PER_IMAGE = max([s.backtranslation.descriptions for s in SETTINGS.values() if s.backtranslation] or [1])
 
 
 def datasets_of(source):
@@ -73,7 +111,10 @@ wildcard_constraints:
     split="[a-z0-9_]+",
     lang="[a-z]{2}",
     pair="[a-z]{2}-[a-z]{2}",
-    chain="(lc\.)?norm\.tok",
+    chain=r"(lc\.)?(norm\.)?(tok|wp|char)|lc\.norm|lc|norm",
+    side="[a-z]{2}|joint",
+    analysis="[a-z0-9_]+",
+    corpus="[a-z0-9_]+",
     paper="[a-z_]+",
     system="[a-z0-9_]+",
     seed="[0-9]+",
@@ -102,23 +143,18 @@ def dataset_splits(dataset):
 
 
 def recipe(paper):
-    return SETTINGS[paper]["recipe"]
-
-
-def text_chain(paper):
-    """The Moses step chain of a paper's text recipe, as it appears in file names."""
-    return "lc.norm.tok" if recipe(paper).get("lowercase") else "norm.tok"
+    return SETTINGS[paper].recipe
 
 
 def system_settings(paper, system):
-    systems = SETTINGS[paper]["systems"]
-    if system not in systems:
-        raise ValueError(f"unknown system {system!r} for {paper}; valid: {', '.join(systems)}")
-    return systems[system]
+    try:
+        return SETTINGS[paper].system(system)
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
 
 
 def multimodal(paper, system):
-    return is_multimodal(system_settings(paper, system)["model"])
+    return system_settings(paper, system).visual != "none"
 
 
 def paper_features(paper, dataset):
@@ -139,8 +175,32 @@ def feature_files(dataset, feature_set, split):
     return {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
 
 
-def bpe_text(paper, dataset, pair, split, lang):
-    return f"results/text/{paper}/{dataset}.{pair}/{split}.{text_chain(paper)}.bpe.{lang}"
+def model_text(paper, dataset, pair, split, lang):
+    """The text a paper's model reads: the recipe's chain, then its BPE where the recipe has BPE
+    for this language (per-paper codes); word-, WordPiece- and character-level text is the
+    shared tokenised file itself."""
+    rec = recipe(paper)
+    chain = rec.chain_for(lang)
+    if rec.subword_for(lang) == "bpe":
+        return path("bpe_text", paper=paper, dataset=dataset, pair=pair, split=split, chain=chain, lang=lang)
+    return path("text", dataset=dataset, split=split, chain=chain, lang=lang)
+
+
+def reference_file(paper, dataset, split, lang):
+    """The reference in the scoring form: the recipe's chain without subwords."""
+    return path("text", dataset=dataset, split=split, chain=recipe(paper).chain_for(lang), lang=lang)
+
+
+def vocab_side(paper, lang):
+    return "joint" if recipe(paper).joint_vocab else lang
+
+
+def vocab_file(paper, dataset, pair, lang):
+    return path("vocab", paper=paper, dataset=dataset, pair=pair, side=vocab_side(paper, lang))
+
+
+def bpe_side(paper, lang):
+    return "joint" if recipe(paper).joint_bpe else lang
 
 
 def table_runs(paper, table):
@@ -165,35 +225,35 @@ def run_stem(paper, table, system, test_set, seed, condition):
 
 
 def table_kind(paper, table):
+    """translation (scores of translations) or analysis (a registered analysis per run)."""
     return config["papers"][paper]["tables"][table].get("kind", "translation")
 
 
 def table_scores(paper, table):
-    """Score files of a table: translation scores, or beta-gate shares for attention tables."""
-    if table_kind(paper, table) == "attention":
-        t = config["papers"][paper]["tables"][table]
+    """Score files of a table: translation scores, or the analysis's per-run results."""
+    t = config["papers"][paper]["tables"][table]
+    if table_kind(paper, table) == "analysis":
         return [
-            f"results/scores/{paper}/{system}/{t['dataset']}.{test_set}.{t['pair']}.seed{seed}.beta.json"
+            path("analysis", paper=paper, system=system, dataset=t["dataset"], split=test_set, pair=t["pair"],
+                 seed=seed, analysis=t["analysis"])
             for system in t["systems"] for test_set in t["test_sets"] for seed in t["seeds"]
         ]
     return [f"results/scores/{run_stem(paper, table, *run)}.json" for run in table_runs(paper, table)]
 
 
 def all_tables():
-    return [f"results/tables/{paper}/{table}.tsv" for paper, table, _ in enabled_tables()]
+    return [path("table", paper=paper, table=table) for paper, table, _ in enabled_tables()]
 
 
 def all_figures():
-    """A scores figure per table, and the attention figure of attention tables."""
-    figures = [f"results/figures/{paper}/{table}.scores.png" for paper, table, _ in enabled_tables()]
+    """A scores figure per table, and the attention figure of tables with a `figure` block."""
+    figures = [path("figure", paper=paper, table=table, figure="scores.png") for paper, table, _ in enabled_tables()]
     figures += [
-        f"results/figures/{paper}/{table}.attention.png"
-        for paper, table, _ in enabled_tables()
-        if table_kind(paper, table) == "attention"
+        path("figure", paper=paper, table=table, figure="attention.png")
+        for paper, table, t in enabled_tables()
+        if t.get("figure")
     ]
     return figures
-
-
 # ---------------------------------------------------------------- input functions for rules
 def corpus_plan_of(dataset):
     """(inputs by role, outputs under results/data/<dataset>/) of a prepared corpus."""
@@ -207,17 +267,19 @@ def stats_files(wildcards):
 
 def recipe_targets():
     """Every corpus of `data.corpora` through the text chain of each paper that reads it
-    (`data.recipes`; chains from mmt_repro.text.recipes), e.g. text/multi30k/val.lc.norm.tok.en."""
+    (`data.recipes`; each paper's recipe block), e.g. text/multi30k/val.lc.norm.tok.en."""
     targets = set()
     for paper, datasets in config["data"].get("recipes", {}).items():
-        rec = recipe_for(paper)
+        if paper not in SETTINGS:
+            raise ValueError(f"data.recipes names paper {paper!r}, which is not under `papers`; valid: {', '.join(SETTINGS)}")
+        rec = recipe(paper)
         for ds in datasets:
             if ds not in config["data"]["corpora"]:
                 continue
             for key in corpus_text_files(ds):
                 split, lang = key.split("|")
                 if lang in rec.langs:
-                    targets.add(f"results/text/{ds}/{split}.{rec.chain_for(lang)}.{lang}")
+                    targets.add(path("text", dataset=ds, split=split, chain=rec.chain_for(lang), lang=lang))
     return sorted(targets)
 
 
@@ -273,24 +335,40 @@ def tokenize_inputs(wildcards):
 
 
 def bpe_training_text(wildcards):
-    """Both sides of the training split, in the paper's tokenisation chain (joint BPE)."""
-    src, tgt = wildcards.pair.split("-")
-    train = dataset_config(wildcards.dataset)["train"]
-    stem = f"results/text/{wildcards.dataset}/{train}.{text_chain(wildcards.paper)}"
-    return {"src": f"{stem}.{src}", "tgt": f"{stem}.{tgt}"}
+    """The training split of every language these codes cover, in the paper's chain: both BPE
+    sides for joint codes (`recipe.joint_bpe`), else the one language."""
+    paper, ds = wildcards.paper, wildcards.dataset
+    rec = recipe(paper)
+    train = dataset_config(ds)["train"]
+    langs = [lang for lang in wildcards.pair.split("-") if rec.subword_for(lang) == "bpe"]
+    if wildcards.side != "joint":
+        langs = [wildcards.side]
+    return [path("text", dataset=ds, split=train, chain=rec.chain_for(lang), lang=lang) for lang in langs]
 
 
 def bpe_symbols(wildcards):
-    return recipe(wildcards.paper)["bpe_symbols"]
+    return recipe(wildcards.paper).bpe_symbols
 
 
 def vocab_min_freq(wildcards):
-    return recipe(wildcards.paper).get("min_freq", 1)
+    return recipe(wildcards.paper).min_freq
+
+
+def vocab_max_size(wildcards):
+    return recipe(wildcards.paper).vocab_size
+
+
+def bpe_codes(wildcards):
+    side = bpe_side(wildcards.paper, wildcards.lang)
+    return path("bpe_codes", paper=wildcards.paper, dataset=wildcards.dataset, pair=wildcards.pair, side=side)
 
 
 def train_text(wildcards):
-    train = dataset_config(wildcards.dataset)["train"]
-    return bpe_text(wildcards.paper, wildcards.dataset, wildcards.pair, train, wildcards.lang)
+    """The training text a vocabulary is built on: one side, or both for a joint vocabulary."""
+    paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
+    train = dataset_config(ds)["train"]
+    langs = pair.split("-") if wildcards.side == "joint" else [wildcards.side]
+    return [model_text(paper, ds, pair, train, lang) for lang in langs]
 
 
 def gpu_count(wildcards):
@@ -298,34 +376,45 @@ def gpu_count(wildcards):
     return 0 if config["device"] == "cpu" else 1
 
 
+def corpus_text(paper, ds, pair, corpus, lang):
+    """A text-only pre-training corpus (another dataset's training split) in the paper's form."""
+    rec = recipe(paper)
+    chain = rec.chain_for(lang)
+    if rec.subword_for(lang) == "bpe":
+        return path("bpe_corpus", paper=paper, dataset=ds, pair=pair, corpus=corpus, chain=chain, lang=lang)
+    return path("text", dataset=corpus, split="train", chain=chain, lang=lang)
+
+
 def training_inputs(wildcards):
     """Training corpus (the dataset's train split, the back-translated corpus or a pre-training
-    corpus), validation data, vocabularies, features and, for fine-tuning, the pre-trained model."""
+    corpus), validation data, vocabularies, features, declared resources and, for fine-tuning,
+    the pre-trained model."""
     paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
     src, tgt = pair.split("-")
     cfg = dataset_config(ds)
     train, val = cfg["train"], cfg["val"]
     settings = system_settings(paper, wildcards.system)
-    corpus = settings.get("corpus", "train")
+    corpus = settings.corpus
     if corpus == "train":
-        train_src, train_tgt = bpe_text(paper, ds, pair, train, src), bpe_text(paper, ds, pair, train, tgt)
+        train_src, train_tgt = model_text(paper, ds, pair, train, src), model_text(paper, ds, pair, train, tgt)
     elif corpus == "backtranslated":
-        stem = f"results/backtranslation/{paper}/{ds}.{pair}"
+        stem = path("backtranslation", paper=paper, dataset=ds, pair=pair)
         train_src, train_tgt = f"{stem}/synthetic.src", f"{stem}/synthetic.tgt"
     else:
-        stem = f"results/text/{paper}/{ds}.{pair}/corpus_{corpus}.{text_chain(paper)}.bpe"
-        train_src, train_tgt = f"{stem}.{src}", f"{stem}.{tgt}"
+        train_src, train_tgt = corpus_text(paper, ds, pair, corpus, src), corpus_text(paper, ds, pair, corpus, tgt)
     inputs = {
         "train_src": train_src,
         "train_tgt": train_tgt,
-        "val_src": bpe_text(paper, ds, pair, val, src),
-        "val_tgt": bpe_text(paper, ds, pair, val, tgt),
-        "val_ref": f"results/text/{ds}/{val}.{text_chain(paper)}.{tgt}",
-        "src_vocab": f"results/vocab/{paper}/{ds}.{pair}.{src}.json",
-        "tgt_vocab": f"results/vocab/{paper}/{ds}.{pair}.{tgt}.json",
+        "val_src": model_text(paper, ds, pair, val, src),
+        "val_tgt": model_text(paper, ds, pair, val, tgt),
+        "val_ref": reference_file(paper, ds, val, tgt),
+        "src_vocab": vocab_file(paper, ds, pair, src),
+        "tgt_vocab": vocab_file(paper, ds, pair, tgt),
+        **resource_files(wildcards),
     }
-    if settings.get("init_from"):
-        inputs["init"] = f"results/models/{paper}/{settings['init_from']}/{ds}.{pair}.seed{wildcards.seed}.best.pt"
+    if settings.init_from:
+        model = path("model", paper=paper, system=settings.init_from, dataset=ds, pair=pair, seed=wildcards.seed)
+        inputs["init"] = f"{model}.best.pt"
     if multimodal(paper, wildcards.system):
         if corpus not in ("train", "backtranslated"):
             raise ValueError(f"{paper}.{wildcards.system}: corpus {corpus!r} has no images for a multimodal model")
@@ -334,45 +423,73 @@ def training_inputs(wildcards):
             files = feature_files(ds, feats, split)
             inputs[f"{key}_npy"], inputs[f"{key}_index"] = files["npy"], files["index"]
         if corpus == "backtranslated":
-            inputs["train_image_list"] = f"results/backtranslation/{paper}/{ds}.{pair}/images.txt"
+            inputs["train_image_list"] = f"{path('backtranslation', paper=paper, dataset=ds, pair=pair)}/images.txt"
     return inputs
+
+
+def resource_files(wildcards):
+    """`resource_<name>` -> file of every resource the system declares (pretrained vectors or
+    weights, e.g. resources/<input>/<file> of a manifest input)."""
+    settings = system_settings(wildcards.paper, wildcards.system)
+    return {f"resource_{name}": str(value) for name, value in settings.resources.items()}
+
+
+def train_resources(wildcards):
+    """name -> file, as the trainer takes them (the same files as the rule's inputs)."""
+    settings = system_settings(wildcards.paper, wildcards.system)
+    return {name: str(value) for name, value in settings.resources.items()}
+
+
+def paper_imports(wildcards):
+    return list(SETTINGS[wildcards.paper].imports)
+
+
+def target_subword(wildcards):
+    """The recipe's subword kind on the target side, merged back before scoring."""
+    return recipe(wildcards.paper).subword_for(wildcards.pair.split("-")[1])
+
+
+def backtranslation(paper):
+    bt = SETTINGS[paper].backtranslation
+    if bt is None:
+        raise ValueError(f"{paper} has no `backtranslation` block in {SETTINGS[paper].path}")
+    return bt
 
 
 def backtranslation_inputs(wildcards):
     """The reverse model's translations of the k comparable target files, the real target side
-    with BPE, the images each line describes, and the BPE codes of the pair."""
+    in the paper's form, the images each line describes, and the BPE codes of the pair."""
     paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
     src, tgt = pair.split("-")
-    bt = config["backtranslation"]
-    ks = range(1, COMPARABLE_PER_IMAGE + 1)
+    bt = backtranslation(paper)
+    ks = range(1, bt.descriptions + 1)
     return {
         "synthetic": [
-            f"results/translations/{paper}/{bt['reverse_system']}/{ds}.train_c{k}.{tgt}-{src}.seed{bt['seed']}.congruent.txt"
+            path("translation", paper=paper, system=bt.reverse_system, dataset=ds, split=f"train_c{k}",
+                 pair=f"{tgt}-{src}", seed=bt.seed, condition="congruent")
             for k in ks
         ],
-        "targets": [bpe_text(paper, ds, pair, f"train_c{k}", tgt) for k in ks],
+        "targets": [model_text(paper, ds, pair, f"train_c{k}", tgt) for k in ks],
         "image_lists": [f"results/data/{ds}/image_splits/train_c{k}.txt" for k in ks],
-        "codes": f"results/text/{paper}/{ds}.{pair}/bpe.codes",
+        "codes": path("bpe_codes", paper=paper, dataset=ds, pair=pair, side=bpe_side(paper, src)),
     }
 
 
-def decode_beam_size(wildcards):
-    """Back-translation decodes with its own beam; everything else with decode.beam_size."""
-    if wildcards.system == config["backtranslation"]["reverse_system"]:
-        return config["backtranslation"]["beam_size"]
-    return config["decode"]["beam_size"]
+def decode_settings(wildcards):
+    """The paper's decode block with the system's own keys applied (e.g. the back-translation beam)."""
+    return as_plain(SETTINGS[wildcards.paper].decode_for(wildcards.system))
 
 
 def train_model_name(wildcards):
-    return system_settings(wildcards.paper, wildcards.system)["model"]
+    return system_settings(wildcards.paper, wildcards.system).model
 
 
 def train_model_config(wildcards):
-    return system_settings(wildcards.paper, wildcards.system).get("model_config", {})
+    return system_settings(wildcards.paper, wildcards.system).model_config
 
 
 def train_train_config(wildcards):
-    cfg = dict(system_settings(wildcards.paper, wildcards.system).get("train", {}))
+    cfg = dict(system_settings(wildcards.paper, wildcards.system).train)
     cfg["seed"] = int(wildcards.seed)
     return cfg
 
@@ -380,11 +497,12 @@ def train_train_config(wildcards):
 def translate_inputs(wildcards):
     paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
     src, tgt = pair.split("-")
+    model = path("model", paper=paper, system=wildcards.system, dataset=ds, pair=pair, seed=wildcards.seed)
     inputs = {
-        "checkpoint": f"results/models/{paper}/{wildcards.system}/{ds}.{pair}.seed{wildcards.seed}.best.pt",
-        "src": bpe_text(paper, ds, pair, wildcards.split, src),
-        "src_vocab": f"results/vocab/{paper}/{ds}.{pair}.{src}.json",
-        "tgt_vocab": f"results/vocab/{paper}/{ds}.{pair}.{tgt}.json",
+        "checkpoint": f"{model}.best.pt",
+        "src": model_text(paper, ds, pair, wildcards.split, src),
+        "src_vocab": vocab_file(paper, ds, pair, src),
+        "tgt_vocab": vocab_file(paper, ds, pair, tgt),
     }
     if multimodal(paper, wildcards.system):
         files = feature_files(ds, paper_features(paper, ds), wildcards.split)
@@ -395,12 +513,16 @@ def translate_inputs(wildcards):
 
 
 def shuffle_seed(wildcards):
-    return config["scoring"]["shuffle_seed"] if wildcards.condition == "shuffled" else None
+    return SETTINGS[wildcards.paper].scoring.shuffle_seed if wildcards.condition == "shuffled" else None
+
+
+def scoring(wildcards):
+    """The paper's scoring block (metrics, BLEU variant and tokenisation, METEOR language)."""
+    return as_plain(SETTINGS[wildcards.paper].scoring)
 
 
 def reference_text(wildcards):
-    tgt = wildcards.pair.split("-")[1]
-    return f"results/text/{wildcards.dataset}/{wildcards.split}.{text_chain(wildcards.paper)}.{tgt}"
+    return reference_file(wildcards.paper, wildcards.dataset, wildcards.split, wildcards.pair.split("-")[1])
 
 
 def score_meta(wildcards):
@@ -415,10 +537,6 @@ def score_meta(wildcards):
         "seed": int(wildcards.seed),
         "condition": wildcards.condition,
     }
-
-
-def table_score_files(wildcards):
-    return table_scores(wildcards.paper, wildcards.table)
 
 
 def image_inputs(wildcards):
@@ -521,10 +639,7 @@ def significance_translations(wildcards):
 def significance_reference_map(wildcards):
     t = table_config(wildcards)
     tgt = t["pair"].split("-")[1]
-    return {
-        test_set: f"results/text/{t['dataset']}/{test_set}.{text_chain(wildcards.paper)}.{tgt}"
-        for test_set in t["test_sets"]
-    }
+    return {test_set: reference_file(wildcards.paper, t["dataset"], test_set, tgt) for test_set in t["test_sets"]}
 
 
 def significance_references(wildcards):
@@ -543,8 +658,12 @@ def table_pair(wildcards):
 
 
 def significance_metrics(wildcards):
-    # METEOR p-values would need Meteor's per-segment statistics (MultEval): not computed yet.
-    return [m for m in config["scoring"]["metrics"] if m in ("bleu", "ter")]
+    metrics = SETTINGS[wildcards.paper].scoring.significance_metrics
+    return [m for m in metrics if m in SETTINGS[wildcards.paper].scoring.metrics]
+
+
+def significance_tokenize(wildcards):
+    return SETTINGS[wildcards.paper].scoring.tokenize
 
 
 def table_note(wildcards):
@@ -558,7 +677,7 @@ def table_unavailable(wildcards):
 def make_table_inputs(wildcards):
     inputs = {"scores": table_scores(wildcards.paper, wildcards.table), "published": PUBLISHED}
     if table_kind(wildcards.paper, wildcards.table) == "translation":
-        inputs["significance"] = f"results/significance/{wildcards.paper}/{wildcards.table}.json"
+        inputs["significance"] = path("significance", paper=wildcards.paper, table=wildcards.table)
     return inputs
 
 
@@ -567,7 +686,33 @@ def attention_inputs(wildcards):
     return translate_inputs(wildcards)
 
 
-def beta_meta(wildcards):
+def analysis_inputs(wildcards):
+    """What a registered analysis reads: the attention dump, or translation and reference."""
+    t = analysis_table(wildcards)
+    values = dict(paper=wildcards.paper, system=wildcards.system, dataset=wildcards.dataset,
+                  split=wildcards.split, pair=wildcards.pair, seed=wildcards.seed)
+    if t.get("inputs", "attention") == "attention":
+        return {"attention": path("attention", **values)}
+    return {"hyp": path("translation", condition="congruent", **values), "ref": reference_text(wildcards)}
+
+
+def analysis_table(wildcards):
+    """The (first) enabled analysis table of this paper that names this analysis."""
+    for paper, _, t in enabled_tables():
+        if paper == wildcards.paper and t.get("kind") == "analysis" and t["analysis"] == wildcards.analysis:
+            return t
+    raise ValueError(f"no enabled analysis table of {wildcards.paper} names analysis {wildcards.analysis!r}")
+
+
+def analysis_name(wildcards):
+    return f"{wildcards.paper}.{wildcards.analysis}"
+
+
+def analysis_input_kind(wildcards):
+    return analysis_table(wildcards).get("inputs", "attention")
+
+
+def analysis_meta(wildcards):
     return {
         "paper": wildcards.paper,
         "table": "",
@@ -580,11 +725,20 @@ def beta_meta(wildcards):
     }
 
 
-def attention_dump_for_figure(wildcards):
+def figure_block(wildcards):
+    """The table's `figure` block: which system, test set, seed and sentence the figure shows."""
     t = table_config(wildcards)
-    system, test_set, seed = t["systems"][0], t["test_sets"][0], t["seeds"][0]
-    return f"results/attention/{wildcards.paper}/{system}/{t['dataset']}.{test_set}.{t['pair']}.seed{seed}.pt"
+    fig = t.get("figure")
+    if not fig:
+        raise ValueError(f"table {wildcards.paper}.{wildcards.table} has no `figure` block (system, test_set, seed, sentence)")
+    return fig
+
+
+def attention_dump_for_figure(wildcards):
+    t, fig = table_config(wildcards), figure_block(wildcards)
+    return path("attention", paper=wildcards.paper, system=fig["system"], dataset=t["dataset"], split=fig["test_set"],
+                pair=t["pair"], seed=fig["seed"])
 
 
 def figure_sentence(wildcards):
-    return table_config(wildcards).get("sentence", 0)
+    return figure_block(wildcards).get("sentence", 0)

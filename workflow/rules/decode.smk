@@ -1,16 +1,15 @@
-# Decoding: beam search with every trained model, with congruent or shuffled images.
+# Decoding: each paper's decode block (greedy, beam, nearest-neighbour or the model's own
+# search) with every trained model, with congruent or shuffled images.
 
 
 rule translate:
     input:
         unpack(translate_inputs),
     output:
-        "results/translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt",
+        PATHS["translation"],
     params:
-        beam_size=decode_beam_size,
-        alpha=config["decode"]["alpha"],
-        max_len=config["decode"]["max_len"],
-        batch_size=config["decode"]["batch_size"],
+        decode=decode_settings,
+        subword=target_subword,
         shuffle_seed=shuffle_seed,
         device=config["device"],
     # Intra-op torch threads; Snakemake scales this down to --cores.

@@ -3,15 +3,13 @@
 
 rule score:
     input:
-        hyp="results/translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt",
+        hyp=PATHS["translation"],
         ref=reference_text,
     output:
-        "results/scores/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.json",
+        PATHS["score"],
     params:
-        metrics=config["scoring"]["metrics"],
-        tokenize=config["scoring"]["tokenize"],
-        bleu_compat=config["scoring"]["bleu_compat"],
-        meteor_jar=config_path("scoring", "meteor_jar"),
+        scoring=scoring,
+        meteor_jar=config_path("tools", "meteor_jar"),
         meta=score_meta,
     log:
         "results/logs/score/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.log",
@@ -25,12 +23,11 @@ rule score:
 
 rule dump_attention:
     input:
-        unpack(attention_inputs),
+        unpack(translate_inputs),
     output:
-        "results/attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.pt",
+        PATHS["attention"],
     params:
-        max_len=config["decode"]["max_len"],
-        batch_size=config["decode"]["batch_size"],
+        decode=decode_settings,
         device=config["device"],
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: 2
@@ -48,18 +45,21 @@ rule dump_attention:
         "../scripts/dump_attention.py"
 
 
-rule score_beta:
+rule analyse:
     input:
-        "results/attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.pt",
+        unpack(analysis_inputs),
     output:
-        "results/scores/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.beta.json",
+        PATHS["analysis"],
     params:
-        meta=beta_meta,
+        name=analysis_name,
+        inputs=analysis_input_kind,
+        meta=analysis_meta,
+        imports=paper_imports,
     log:
-        "results/logs/score_beta/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.log",
+        "results/logs/analyse/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.log",
     benchmark:
-        "results/benchmarks/score_beta/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.tsv"
+        "results/benchmarks/analyse/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.tsv"
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/score_beta.py"
+        "../scripts/analyse.py"

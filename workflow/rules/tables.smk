@@ -6,7 +6,7 @@ rule test_significance:
         translations=significance_translations,
         references=significance_references,
     output:
-        "results/significance/{paper}/{table}.json",
+        PATHS["significance"],
     params:
         translations=significance_translation_map,
         references=significance_reference_map,
@@ -14,7 +14,7 @@ rule test_significance:
         pair=table_pair,
         metrics=significance_metrics,
         n_samples=1000,
-        tokenize=config["scoring"]["tokenize"],
+        tokenize=significance_tokenize,
     log:
         "results/logs/test_significance/{paper}/{table}.log",
     benchmark:
@@ -30,7 +30,7 @@ rule make_table:
         unpack(make_table_inputs),
     output:
         report(
-            "results/tables/{paper}/{table}.tsv",
+            PATHS["table"],
             caption="../report/table.rst",
             category="Tables",
             subcategory="{paper}",

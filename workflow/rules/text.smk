@@ -1,14 +1,14 @@
-# Text recipes (mmt_repro.text.recipes): a chain of steps named in the file name (lc, norm,
-# tok: Moses; wp: M-BERT WordPiece; char: Chinese characters), per-paper BPE, vocabularies.
+# Text recipes (each paper's `recipe` block, mmt_repro.text.recipes): a chain of steps named in
+# the file name (lc, norm, tok: Moses; wp: M-BERT WordPiece; char: Chinese characters), per-paper
+# BPE (joint codes, `bpe.joint.codes`, or one per language, `bpe.<lang>.codes`), vocabularies
+# (one per side, or `joint`).
 
 
 rule tokenize:
     input:
         unpack(tokenize_inputs),
     output:
-        "results/text/{dataset}/{split}.{chain}.{lang}",
-    wildcard_constraints:
-        chain=TEXT_CHAIN,
+        PATHS["text"],
     log:
         "results/logs/tokenize/{dataset}/{split}.{chain}.{lang}.log",
     benchmark:
@@ -21,15 +21,15 @@ rule tokenize:
 
 rule learn_bpe:
     input:
-        unpack(bpe_training_text),
+        bpe_training_text,
     output:
-        "results/text/{paper}/{dataset}.{pair}/bpe.codes",
+        PATHS["bpe_codes"],
     params:
         symbols=bpe_symbols,
     log:
-        "results/logs/learn_bpe/{paper}/{dataset}.{pair}.log",
+        "results/logs/learn_bpe/{paper}/{dataset}.{pair}.{side}.log",
     benchmark:
-        "results/benchmarks/learn_bpe/{paper}/{dataset}.{pair}.tsv"
+        "results/benchmarks/learn_bpe/{paper}/{dataset}.{pair}.{side}.tsv"
     conda:
         "../../envs/text.yaml"
     script:
@@ -38,10 +38,10 @@ rule learn_bpe:
 
 rule apply_bpe:
     input:
-        codes="results/text/{paper}/{dataset}.{pair}/bpe.codes",
-        text="results/text/{dataset}/{split}.{chain}.{lang}",
+        codes=bpe_codes,
+        text=PATHS["text"],
     output:
-        "results/text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}",
+        PATHS["bpe_text"],
     log:
         "results/logs/apply_bpe/{paper}/{dataset}.{pair}/{split}.{chain}.{lang}.log",
     benchmark:
@@ -56,13 +56,14 @@ rule build_vocab:
     input:
         train_text,
     output:
-        "results/vocab/{paper}/{dataset}.{pair}.{lang}.json",
+        PATHS["vocab"],
     params:
         min_freq=vocab_min_freq,
+        max_size=vocab_max_size,
     log:
-        "results/logs/build_vocab/{paper}/{dataset}.{pair}.{lang}.log",
+        "results/logs/build_vocab/{paper}/{dataset}.{pair}.{side}.log",
     benchmark:
-        "results/benchmarks/build_vocab/{paper}/{dataset}.{pair}.{lang}.tsv"
+        "results/benchmarks/build_vocab/{paper}/{dataset}.{pair}.{side}.tsv"
     conda:
         "../../envs/text.yaml"
     script:
@@ -71,10 +72,10 @@ rule build_vocab:
 
 rule apply_bpe_corpus:
     input:
-        codes="results/text/{paper}/{dataset}.{pair}/bpe.codes",
+        codes=bpe_codes,
         text="results/text/{corpus}/train.{chain}.{lang}",
     output:
-        "results/text/{paper}/{dataset}.{pair}/corpus_{corpus}.{chain}.bpe.{lang}",
+        PATHS["bpe_corpus"],
     log:
         "results/logs/apply_bpe_corpus/{paper}/{dataset}.{pair}/{corpus}.{chain}.{lang}.log",
     benchmark:

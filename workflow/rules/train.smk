@@ -5,13 +5,16 @@ rule train_model:
     input:
         unpack(training_inputs),
     output:
-        best="results/models/{paper}/{system}/{dataset}.{pair}.seed{seed}.best.pt",
-        curve="results/models/{paper}/{system}/{dataset}.{pair}.seed{seed}.curve.tsv",
+        best=f"{PATHS['model']}.best.pt",
+        curve=f"{PATHS['model']}.curve.tsv",
     params:
         model=train_model_name,
         model_config=train_model_config,
         train_config=train_train_config,
-        last="results/models/{paper}/{system}/{dataset}.{pair}.seed{seed}.last.pt",
+        subword=target_subword,
+        resources=train_resources,
+        imports=paper_imports,
+        last=f"{PATHS['model']}.last.pt",
         device=config["device"],
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: 4

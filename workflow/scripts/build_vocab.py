@@ -1,4 +1,4 @@
-"""Rule build_vocab: the vocabulary of one side of the (BPE-segmented) training split."""
+"""Rule build_vocab: the vocabulary of one side (or both, joint) of the training split as the model reads it."""
 
 from mmt_repro.runtime import run_step
 from mmt_repro.text.vocab import build_vocab_file
@@ -7,7 +7,8 @@ run_step(
     snakemake.log[0],
     snakemake.threads,
     build_vocab_file,
-    inputs=[snakemake.input[0]],
+    inputs=list(snakemake.input),
     out=snakemake.output[0],
     min_freq=snakemake.params.min_freq,
+    max_size=snakemake.params.max_size,
 )

@@ -15,7 +15,6 @@ run_step(
     tgt_vocab=inp.tgt_vocab,
     features_npy=inp.get("features_npy"),
     features_index=inp.get("features_index"),
-    max_len=snakemake.params.max_len,
-    batch_size=snakemake.params.batch_size,
+    decode=dict(snakemake.params.decode),
     device=snakemake.params.device,
 )

@@ -1,4 +1,4 @@
-"""Rule learn_bpe: joint BPE codes over both sides of the training split."""
+"""Rule learn_bpe: BPE codes over the training split of one language, or of both (joint)."""
 
 from mmt_repro.runtime import run_step
 from mmt_repro.text.bpe import learn_bpe
@@ -7,7 +7,7 @@ run_step(
     snakemake.log[0],
     snakemake.threads,
     learn_bpe,
-    inputs=[snakemake.input.src, snakemake.input.tgt],
+    inputs=list(snakemake.input),
     codes_out=snakemake.output[0],
     num_symbols=snakemake.params.symbols,
 )

@@ -1,8 +1,9 @@
-"""Rule score: every configured metric of one translation file, with signatures."""
+"""Rule score: every metric of the paper's scoring block for one translation file, with signatures."""
 
 from mmt_repro.metrics.mt import score_files
 from mmt_repro.runtime import run_step
 
+scoring = snakemake.params.scoring
 run_step(
     snakemake.log[0],
     snakemake.threads,
@@ -11,8 +12,9 @@ run_step(
     refs=[snakemake.input.ref],
     out_json=snakemake.output[0],
     meta=dict(snakemake.params.meta),
-    metrics=tuple(snakemake.params.metrics),
-    tokenize=snakemake.params.tokenize,
-    bleu_compat=snakemake.params.bleu_compat,
+    metrics=tuple(scoring["metrics"]),
+    tokenize=scoring["tokenize"],
+    bleu_compat=scoring["bleu_compat"],
+    lang=scoring["meteor_lang"],
     meteor_jar=snakemake.params.meteor_jar,
 )

@@ -26,4 +26,7 @@ run_step(
     device=snakemake.params.device,
     init_checkpoint=inp.get("init"),
     train_image_list=inp.get("train_image_list"),
+    subword=snakemake.params.subword,
+    resources=dict(snakemake.params.resources),
+    imports=list(snakemake.params.imports),
 )

@@ -15,10 +15,8 @@ run_step(
     tgt_vocab=inp.tgt_vocab,
     features_npy=inp.get("features_npy"),
     features_index=inp.get("features_index"),
-    beam_size=snakemake.params.beam_size,
-    alpha=snakemake.params.alpha,
-    max_len=snakemake.params.max_len,
-    batch_size=snakemake.params.batch_size,
+    decode=dict(snakemake.params.decode),
+    subword=snakemake.params.subword,
     shuffle_images_seed=snakemake.params.shuffle_seed,
     device=snakemake.params.device,
 )

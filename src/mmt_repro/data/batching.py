@@ -1,13 +1,18 @@
-"""Parallel text (+ image features) as padded mini-batches for the shared trainer and decoder.
+"""Parallel text (+ visual features) as padded mini-batches for the shared trainer and decoder.
 
 Sentence ``i`` of a split goes with row ``i`` of that split's feature store (the store's row
-order is checked against the split's image list when it is built). Batches are dicts:
+order is checked against the split's image list when it is built). Batches are dicts with
+named fields:
 
-- ``src (batch, src_len)`` long, ``src_len (batch,)``; 0 is padding;
+- ``src (batch, src_len)`` long, ``src_len (batch,)``, padded with the source vocabulary's pad
+  id (absent when the task has no source text, e.g. captioning);
 - ``tgt_in`` = ``<bos> y`` and ``tgt_out`` = ``y <eos>``, both ``(batch, tgt_len + 1)`` (absent
-  without targets);
-- ``img (batch, L, D)`` float32 or None;
-- ``ids (batch,)``: the sentences' line numbers in the split.
+  without targets), with the target vocabulary's special ids;
+- ``img (batch, L, D)`` float32 and ``img_mask (batch, L)`` bool (True = a real region, segment
+  or grid cell; detector regions and video segments are padded to the store's L), or None;
+- ``ids (batch,)``: the sentences' line numbers in the split;
+- one list per extra (``extras={"align": [...]}`` gives ``batch["align"]``: word alignments,
+  task ids), in batch order.
 
 Training order is a pure function of ``(seed, epoch)``: shuffled, bucketed by source length in
 pools of 50 batches, then the batches shuffled; so a resumed run that skips the first ``n``
@@ -24,7 +29,6 @@ import numpy as np
 import torch
 
 from ..io import DataError, read_lines
-from ..text.vocab import Vocab
 
 
 class ParallelData:
@@ -40,47 +44,57 @@ class ParallelData:
         max_len: int | None = None,
         shuffle_images_seed: int | None = None,
         image_list: Path | None = None,
+        extras: dict[str, list] | None = None,
     ):
-        src_lines = read_lines(src_path)
-        # An empty source line (refused earlier by the corpus checks) decodes as a lone <unk>.
-        self.src = [src_vocab.encode(line.split()) or [Vocab.unk_id] for line in src_lines]
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.src = None
+        if src_path is not None:
+            # An empty source line (refused earlier by the corpus checks) decodes as a lone <unk>.
+            self.src = [src_vocab.encode(line.split()) or [src_vocab.unk_id] for line in read_lines(src_path)]
         self.tgt = None
         if tgt_path is not None:
             tgt_lines = read_lines(tgt_path)
-            if len(tgt_lines) != len(src_lines):
+            if self.src is not None and len(tgt_lines) != len(self.src):
                 raise DataError(
                     tgt_path,
-                    f"has {len(tgt_lines)} lines but the source {src_path} has {len(src_lines)}",
+                    f"has {len(tgt_lines)} lines but the source {src_path} has {len(self.src)}",
                     "parallel files must have one line per sentence: re-run the preprocessing rules",
                 )
             self.tgt = [tgt_vocab.encode(line.split()) for line in tgt_lines]
+        n = len(self.src) if self.src is not None else len(self.tgt) if self.tgt is not None else len(features or ())
+        self.n_examples = n
         self.features = features
+        self.extras = dict(extras or {})
+        for name, values in self.extras.items():
+            if len(values) != n:
+                raise DataError(src_path or tgt_path, f"has {n} examples but extra {name!r} has {len(values)}",
+                                "extras need one entry per example")
         # Sentence i reads store row i, unless an image list names each sentence's image
         # (several sentences per image, e.g. back-translated comparable descriptions).
-        self.image_rows = np.arange(len(self.src))
+        self.image_rows = np.arange(n)
         if features is not None and image_list is not None:
             names = read_lines(image_list)
-            if len(names) != len(self.src):
+            if len(names) != n:
                 raise DataError(
-                    image_list, f"names {len(names)} images for {len(self.src)} sentences of {src_path}",
+                    image_list, f"names {len(names)} images for {n} sentences of {src_path or tgt_path}",
                     "the image list needs one image name per sentence",
                 )
             self.image_rows = np.asarray(features.rows_for(names))
-        elif features is not None and len(features) != len(self.src):
+        elif features is not None and len(features) != n:
             raise DataError(
                 getattr(features, "npy", None),
-                f"feature store has {len(features)} rows but {src_path} has {len(self.src)} sentences",
+                f"feature store has {len(features)} rows but {src_path or tgt_path} has {n} sentences",
                 "rebuild the features for this split (its image list must have one image per sentence)",
             )
         # Optional adversarial condition: each sentence gets another sentence's image.
         if shuffle_images_seed is not None:
-            self.image_rows = self.image_rows[derangement(len(self.src), shuffle_images_seed)]
-        self.indices = list(range(len(self.src)))
+            self.image_rows = self.image_rows[derangement(n, shuffle_images_seed)]
+        self.indices = list(range(n))
         if max_len is not None:  # drop training pairs over max_len tokens on either side
             self.indices = [
                 i
                 for i in self.indices
-                if len(self.src[i]) <= max_len and (self.tgt is None or len(self.tgt[i]) <= max_len)
+                if (self.src is None or len(self.src[i]) <= max_len) and (self.tgt is None or len(self.tgt[i]) <= max_len)
             ]
 
     def __len__(self) -> int:
@@ -90,16 +104,18 @@ class ParallelData:
         return sum(len(self.tgt[i]) + 1 for i in self.indices) if self.tgt is not None else 0
 
     def collate(self, ids: list[int]) -> dict:
-        bos, eos = Vocab.bos_id, Vocab.eos_id
-        src_len = torch.tensor([len(self.src[i]) for i in ids], dtype=torch.long)
-        src = torch.zeros((len(ids), int(src_len.max())), dtype=torch.long)
-        for row, i in enumerate(ids):
-            src[row, : len(self.src[i])] = torch.tensor(self.src[i], dtype=torch.long)
-        batch = {"src": src, "src_len": src_len, "ids": torch.tensor(ids, dtype=torch.long), "img": None}
+        batch = {"ids": torch.tensor(ids, dtype=torch.long), "img": None, "img_mask": None}
+        if self.src is not None:
+            src_len = torch.tensor([len(self.src[i]) for i in ids], dtype=torch.long)
+            src = torch.full((len(ids), int(src_len.max())), self.src_vocab.pad_id, dtype=torch.long)
+            for row, i in enumerate(ids):
+                src[row, : len(self.src[i])] = torch.tensor(self.src[i], dtype=torch.long)
+            batch["src"], batch["src_len"] = src, src_len
         if self.tgt is not None:
+            bos, eos, pad = self.tgt_vocab.bos_id, self.tgt_vocab.eos_id, self.tgt_vocab.pad_id
             t_len = max(len(self.tgt[i]) for i in ids) + 1
-            tgt_in = torch.zeros((len(ids), t_len), dtype=torch.long)
-            tgt_out = torch.zeros((len(ids), t_len), dtype=torch.long)
+            tgt_in = torch.full((len(ids), t_len), pad, dtype=torch.long)
+            tgt_out = torch.full((len(ids), t_len), pad, dtype=torch.long)
             for row, i in enumerate(ids):
                 y = self.tgt[i]
                 tgt_in[row, : len(y) + 1] = torch.tensor([bos] + y, dtype=torch.long)
@@ -107,12 +123,15 @@ class ParallelData:
             batch["tgt_in"], batch["tgt_out"] = tgt_in, tgt_out
         if self.features is not None:
             rows = [int(self.image_rows[i]) for i in ids]
-            img = np.stack([self.features[r] for r in rows])
+            img, mask = read_feature_rows(self.features, rows)
             if not np.isfinite(img).all():
                 bad = [r for r, x in zip(rows, img) if not np.isfinite(x).all()]
                 raise DataError(getattr(self.features, "npy", None), f"feature row(s) {bad} hold NaN or Inf",
                                 "delete the feature store and re-run feature extraction (check the images and weights)")
             batch["img"] = torch.from_numpy(img).float()
+            batch["img_mask"] = torch.from_numpy(mask)
+        for name, values in self.extras.items():
+            batch[name] = [values[i] for i in ids]
         return batch
 
     def train_batches(self, batch_size: int, seed: int, epoch: int, by_tokens: bool = False) -> list[list[int]]:
@@ -126,14 +145,14 @@ class ParallelData:
         pool = batch_size * 50 if not by_tokens else max(batch_size, 1000)
         batches: list[list[int]] = []
         for start in range(0, len(order), pool):
-            chunk = sorted(order[start : start + pool], key=lambda i: len(self.src[i]))
+            chunk = sorted(order[start : start + pool], key=self._length)
             if not by_tokens:
                 batches.extend(chunk[j : j + batch_size] for j in range(0, len(chunk), batch_size))
                 continue
             current: list[int] = []
             longest = 0
             for i in chunk:
-                n = (len(self.tgt[i]) if self.tgt is not None else len(self.src[i])) + 1
+                n = (len(self.tgt[i]) if self.tgt is not None else self._length(i)) + 1
                 if current and max(longest, n) * (len(current) + 1) > batch_size:
                     batches.append(current)
                     current, longest = [], 0
@@ -144,16 +163,34 @@ class ParallelData:
         rng.shuffle(batches)
         return batches
 
+    def _length(self, i: int) -> int:
+        """Bucketing length: the source's, or the target's for tasks without source text."""
+        return len(self.src[i]) if self.src is not None else len(self.tgt[i]) if self.tgt is not None else 0
+
     def eval_batches(self, batch_size: int) -> Iterator[dict]:
         """In-order batches covering every sentence."""
-        ids = list(range(len(self.src)))
+        ids = list(range(self.n_examples))
         for j in range(0, len(ids), batch_size):
             yield self.collate(ids[j : j + batch_size])
 
 
+def read_feature_rows(store, rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Features ``(len(rows), L, D)`` float32 and their mask ``(len(rows), L)`` bool of a store
+    (a :class:`~mmt_repro.features.store.FeatureStore`, or any object with ``len`` and
+    ``[row] -> (L, D)``; without ``mask`` every slot counts)."""
+    if hasattr(store, "batch"):
+        return store.batch(rows)
+    img = np.stack([np.asarray(store[r], dtype=np.float32) for r in rows])
+    if hasattr(store, "mask"):
+        mask = np.stack([np.asarray(store.mask(r), dtype=bool) for r in rows])
+    else:
+        mask = np.ones(img.shape[:2], dtype=bool)
+    return img, mask
+
+
 def check_feature_dim(model, *stores) -> None:
     """Refuse a feature store whose feature size (last axis) is not the model's ``img_dim``."""
-    want = getattr(model.config, "img_dim", None) if getattr(model, "use_image", False) else None
+    want = model.visual_dim
     for store in stores:
         have = getattr(store, "shape", None)
         if want is not None and have is not None and have[-1] != want:

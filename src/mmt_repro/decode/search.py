@@ -1,11 +1,16 @@
 """The one decoder every model shares: greedy search and batched beam search.
 
-A model plugs in through three methods:
+A model with ``decoding = "step"`` or ``"nearest"`` (:mod:`mmt_repro.models.base`) plugs in
+through three methods:
 
 - ``encode(batch) -> enc``: a dict of tensors whose first dimension is the batch (or None);
 - ``init_state(enc) -> state``: a tensor or dict of tensors, batch first;
 - ``step(enc, state, prev_tokens (batch,)) -> (log_probs (batch, vocab), state, info)``, where
   ``info`` is a dict of per-step tensors (attention weights, gates) that greedy search can dump.
+
+The batch size is the number of example ids (``batch["ids"]``), so tasks without source text
+(captioning) decode the same way. Special ids come from the model's target vocabulary
+(``model.specials``).
 
 Beam search keeps ``beam_size`` hypotheses per sentence in one flat batch of
 ``batch * beam_size`` rows, finalises a hypothesis when it emits ``<eos>`` among the top
@@ -44,17 +49,26 @@ def _strip(tokens: list[int], eos_id: int) -> list[int]:
     return tokens[: tokens.index(eos_id)] if eos_id in tokens else tokens
 
 
+def _specials(model, bos_id, eos_id, pad_id):
+    sp = getattr(model, "specials", None)
+    if sp is None:
+        return (1 if bos_id is None else bos_id), (2 if eos_id is None else eos_id), (0 if pad_id is None else pad_id)
+    return (sp.bos if bos_id is None else bos_id), (sp.eos if eos_id is None else eos_id), (sp.pad if pad_id is None else pad_id)
+
+
 @torch.no_grad()
 def greedy(
-    model, batch: dict, max_len: int, bos_id: int = 1, eos_id: int = 2, collect_info: bool = False, pad_id: int = 0
+    model, batch: dict, max_len: int, bos_id: int | None = None, eos_id: int | None = None, collect_info: bool = False,
+    pad_id: int | None = None,
 ):
     """Greedy decoding. Returns ``(hyps, infos)``: ``hyps`` a list of token-id lists without
     ``<eos>``; ``infos`` (when ``collect_info``) a list per sentence of ``{name: tensor (steps, ...)}``
-    covering the emitted tokens and the ``<eos>`` step."""
+    covering the emitted tokens and the ``<eos>`` step. Special ids default to ``model.specials``."""
+    bos_id, eos_id, pad_id = _specials(model, bos_id, eos_id, pad_id)
     enc = model.encode(batch)
     state = model.init_state(enc)
-    bsz = batch["src"].size(0)
-    device = batch["src"].device
+    bsz = batch["ids"].size(0)
+    device = batch["ids"].device
     prev = torch.full((bsz,), bos_id, dtype=torch.long, device=device)
     finished = torch.zeros(bsz, dtype=torch.bool, device=device)
     out, steps_info = [], []
@@ -85,19 +99,20 @@ def beam_search(
     batch: dict,
     beam_size: int,
     max_len: int,
-    bos_id: int = 1,
-    eos_id: int = 2,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
     alpha: float = 1.0,
-    pad_id: int = 0,
+    pad_id: int | None = None,
 ) -> list[list[int]]:
     """Batched beam search; returns the best hypothesis per sentence (token ids, no ``<eos>``)."""
     if beam_size < 1:
         raise ValueError("beam_size must be >= 1")
+    bos_id, eos_id, pad_id = _specials(model, bos_id, eos_id, pad_id)
     k = beam_size
     enc = model.encode(batch)
     state = model.init_state(enc)
-    bsz = batch["src"].size(0)
-    device = batch["src"].device
+    bsz = batch["ids"].size(0)
+    device = batch["ids"].device
     enc = tree_map(lambda x: x.repeat_interleave(k, dim=0), enc)
     state = tree_map(lambda x: x.repeat_interleave(k, dim=0), state)
     scores = torch.full((bsz, k), float("-inf"), device=device)

@@ -1,9 +1,12 @@
 """Models of the five papers, one module per paper, registered by ``<paper>.<system>``.
 
 The modules are imported explicitly so that registration happens on ``import mmt_repro.models``.
+The contract every model follows is in :mod:`mmt_repro.models.base`.
 """
 
 from . import doubly_attentive  # noqa: F401  (registers doubly_attentive.*)
-from .registry import available, build_model, is_multimodal, make_config, register
+from .base import MMTModel, Specials, Vocabs, VocabSpec
+from .registry import available, build_model, make_config, model_class, register, visual_input
 
-__all__ = ["available", "build_model", "is_multimodal", "make_config", "register"]
+__all__ = ["MMTModel", "Specials", "VocabSpec", "Vocabs", "available", "build_model", "make_config",
+           "model_class", "register", "visual_input"]

@@ -38,6 +38,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from ..tables.analyses import register_analysis
+from .base import MMTModel, Vocabs
 from .layers import MLPAttention, init_calixto, masked_mean, variational_mask
 from .registry import register
 
@@ -65,18 +67,21 @@ class NMTSrcImgConfig(NMTConfig):
     dropout_img: float = 0.5  # dropout on the image features (one mask per image)
 
 
-class _CGRUBase(nn.Module):
+class _CGRUBase(MMTModel):
     """Shared body of both models; ``use_image`` switches on the section 3 additions."""
 
     use_image = False
 
-    def __init__(self, config: NMTConfig, src_vocab_size: int, tgt_vocab_size: int):
-        super().__init__()
-        self.config = config
+    def __init__(self, config: NMTConfig, vocabs: Vocabs, resources=None):
+        super().__init__(config, vocabs, resources)
         c = config
+        if vocabs.src is None:
+            raise ValueError(f"{type(self).__name__} translates text: it needs a source vocabulary")
+        src_vocab_size, tgt_vocab_size = vocabs.src.size, vocabs.tgt.size
+        self.src_pad = vocabs.src.specials.pad
         ctx_dim = 2 * c.enc_dim
-        self.src_emb = nn.Embedding(src_vocab_size, c.emb_dim, padding_idx=0)
-        self.tgt_emb = nn.Embedding(tgt_vocab_size, c.emb_dim, padding_idx=0)
+        self.src_emb = nn.Embedding(src_vocab_size, c.emb_dim, padding_idx=self.src_pad)
+        self.tgt_emb = nn.Embedding(tgt_vocab_size, c.emb_dim, padding_idx=self.specials.pad)
         self.encoder = nn.GRU(c.emb_dim, c.enc_dim, batch_first=True, bidirectional=True)
         self.init_proj = nn.Linear(ctx_dim, c.dec_dim)  # W_init
         self.rec1 = nn.GRUCell(c.emb_dim, c.dec_dim)  # REC1
@@ -116,7 +121,7 @@ class _CGRUBase(nn.Module):
         m_out = variational_mask(bsz, ctx.size(-1), c.dropout_enc, ctx, self.training)
         if m_out is not None:
             ctx = ctx * m_out.unsqueeze(1)
-        mask = src != 0
+        mask = src != self.src_pad
         enc = {
             "ctx": ctx,
             "ctx_mask": mask,
@@ -133,6 +138,7 @@ class _CGRUBase(nn.Module):
             if m_img is not None:
                 img = img * m_img.unsqueeze(1)
             enc["img"] = img
+            enc["img_mask"] = batch.get("img_mask")
             enc["img_proj"] = self.att_img.precompute(img)
         return enc
 
@@ -176,7 +182,7 @@ class _CGRUBase(nn.Module):
         i_t = None
         if self.use_image:
             beta = torch.sigmoid(self.beta_gate(s_prev))  # eq. 8, from s_{t-1}
-            a_t, alpha_img = self.att_img(s1, enc["img"], None, enc["img_proj"])  # eq. 6-7
+            a_t, alpha_img = self.att_img(s1, enc["img"], enc.get("img_mask"), enc["img_proj"])  # eq. 6-7
             i_t = beta * a_t  # eq. 9
             info["alpha_img"] = alpha_img
             info["beta"] = beta.squeeze(-1)
@@ -194,9 +200,10 @@ class _CGRUBase(nn.Module):
             log_probs, state, _ = self.step(enc, state, tgt_in[:, t])
             steps.append(log_probs)
         log_probs = torch.stack(steps, dim=1)
-        n_tokens = (tgt_out != 0).sum()
-        nll = F.nll_loss(log_probs.reshape(-1, log_probs.size(-1)), tgt_out.reshape(-1), ignore_index=0, reduction="sum")
-        return {"loss": nll / n_tokens.clamp_min(1), "nll_sum": nll.detach(), "n_tokens": n_tokens}
+        pad = self.specials.pad
+        n_tokens = (tgt_out != pad).sum()
+        nll = F.nll_loss(log_probs.reshape(-1, log_probs.size(-1)), tgt_out.reshape(-1), ignore_index=pad, reduction="sum")
+        return {"loss": nll / n_tokens.clamp_min(1), "n_tokens": n_tokens}
 
 
 @register("doubly_attentive.nmt", NMTConfig)
@@ -204,6 +211,7 @@ class AttentiveNMT(_CGRUBase):
     """Text-only attention-based NMT with a conditional GRU decoder (section 2)."""
 
     use_image = False
+    visual = "none"
 
 
 @register("doubly_attentive.nmt_src_img", NMTSrcImgConfig)
@@ -211,3 +219,22 @@ class DoublyAttentiveNMT(_CGRUBase):
     """NMT_SRC+IMG: the doubly-attentive decoder (section 3, eqs. 5-10)."""
 
     use_image = True
+    visual = "grid"  # the 196 res4f annotation vectors (14x14 grid); a mask, when given, is honoured
+
+
+@register_analysis("doubly_attentive.beta_shares", inputs="attention")
+def beta_shares(files: dict) -> dict:
+    """Section 5.2: the shares (%) of emitted target tokens whose gate beta exceeds 0.5 and 0.8
+    (the paper: 20% and 8%), from a greedy attention dump."""
+    from ..io import DataError
+    from ..metrics.figures import beta_shares as shares_of
+
+    dumps = torch.load(files["attention"], weights_only=False)
+    if not dumps or "beta" not in dumps[0]:
+        raise DataError(files["attention"], "attention dump has no beta gate", "dump a model with image attention (NMT_SRC+IMG)")
+    shares = shares_of(dumps, hyp_lengths=[len(d["hyp_tokens"]) for d in dumps])
+    sig = "beta share|greedy|emitted tokens (no <eos>)|n_sentences:%d" % len(dumps)
+    return {
+        "beta_gt_0.5": {"value": round(100.0 * shares["gt_0.5"], 4), "signature": sig},
+        "beta_gt_0.8": {"value": round(100.0 * shares["gt_0.8"], 4), "signature": sig},
+    }

@@ -1,27 +1,31 @@
 """Model registry: every paper's model is registered under ``<paper>.<system>``.
 
-A model class declares a dataclass config; :func:`make_config` builds it from a plain dict and
-rejects unknown keys by listing the valid ones, so a typo in ``config/papers/*.yaml`` or in a
-smoke override stops the run instead of being silently ignored.
+A model class (a :class:`~mmt_repro.models.base.MMTModel`) declares a dataclass config;
+:func:`make_config` builds it from a plain dict and rejects unknown keys by listing the valid
+ones, so a typo in ``config/papers/*.yaml`` or in a smoke override stops the run instead of being
+silently ignored.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import torch.nn as nn
+from ..train.config import make_dataclass_config
+from .base import MMTModel, Vocabs
 
-_REGISTRY: dict[str, tuple[type[nn.Module], type]] = {}
+_REGISTRY: dict[str, tuple[type[MMTModel], type]] = {}
 
 
-def register(name: str, config_cls: type) -> Callable[[type[nn.Module]], type[nn.Module]]:
-    """Class decorator: register ``cls`` (built as ``cls(config, src_vocab, tgt_vocab)``)."""
+def register(name: str, config_cls: type) -> Callable[[type[MMTModel]], type[MMTModel]]:
+    """Class decorator: register ``cls`` (built as ``cls(config, vocabs, resources)``)."""
 
-    def wrap(cls: type[nn.Module]) -> type[nn.Module]:
+    def wrap(cls: type[MMTModel]) -> type[MMTModel]:
         if name in _REGISTRY:
             raise ValueError(f"model {name!r} registered twice")
+        if not issubclass(cls, MMTModel):
+            raise TypeError(f"{cls.__name__} must subclass mmt_repro.models.base.MMTModel")
         _REGISTRY[name] = (cls, config_cls)
         cls.registry_name = name
         return cls
@@ -33,34 +37,32 @@ def available() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def _lookup(name: str) -> tuple[type[nn.Module], type]:
+def _lookup(name: str) -> tuple[type[MMTModel], type]:
     if name not in _REGISTRY:
         raise ValueError(f"unknown model {name!r}; valid models: {', '.join(available())}")
     return _REGISTRY[name]
 
 
+def model_class(name: str) -> type[MMTModel]:
+    return _lookup(name)[0]
+
+
 def make_config(name: str, values: dict[str, Any] | None = None):
     """The dataclass config of model ``name`` with ``values`` applied; unknown keys raise."""
     _, config_cls = _lookup(name)
-    values = dict(values or {})
-    fields = {f.name for f in dataclasses.fields(config_cls)}
-    unknown = sorted(set(values) - fields)
-    if unknown:
-        raise ValueError(
-            f"unknown config key(s) {unknown} for model {name!r}; valid keys: {', '.join(sorted(fields))}"
-        )
-    return config_cls(**values)
+    return make_dataclass_config(config_cls, values, f"model config ({name})")
 
 
-def build_model(name: str, config: dict[str, Any] | Any, src_vocab_size: int, tgt_vocab_size: int) -> nn.Module:
-    """Instantiate a registered model from a config dict (or dataclass) and vocabulary sizes."""
+def build_model(name: str, config: dict[str, Any] | Any, vocabs: Vocabs,
+                resources: dict[str, Path] | None = None) -> MMTModel:
+    """Instantiate a registered model from its config (dict or dataclass), the vocabularies and
+    the resources (pretrained vectors or weights) the system declares."""
     cls, config_cls = _lookup(name)
     if not isinstance(config, config_cls):
         config = make_config(name, config)
-    return cls(config, src_vocab_size, tgt_vocab_size)
+    return cls(config, vocabs, resources)
 
 
-def is_multimodal(name: str) -> bool:
-    """Whether model ``name`` reads image (or video) features."""
-    cls, _ = _lookup(name)
-    return bool(getattr(cls, "use_image", False))
+def visual_input(name: str) -> str:
+    """What model ``name`` reads besides text: none, grid, regions or video."""
+    return model_class(name).visual

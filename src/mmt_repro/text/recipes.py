@@ -24,8 +24,9 @@ BPE is not a chain step: it needs codes learnt per paper (:mod:`mmt_repro.text.b
 ``apply_bpe`` appends ``.bpe`` to the name (``train.norm.tok.bpe.en``); :meth:`Recipe.suffix_for`
 gives the whole suffix.
 
-:data:`RECIPES` holds one :class:`Recipe` per paper key, each value with the sentence of the
-paper it follows (``source``) and, where the paper is silent, what we chose (``notes``).
+:class:`Recipe` is the ``recipe`` block of ``config/papers/<paper>.yaml`` (one place per paper),
+each value with the sentence of the paper it follows (``source``) and, where the paper is silent,
+what we chose (``notes``); :meth:`Recipe.from_dict` checks it and names unknown keys.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ _RANK = {"lc": 0, "norm": 1, "tok": 2, "wp": 2, "char": 2}
 _SEGMENTERS = ("tok", "wp", "char")
 ZH_LANGS = frozenset({"zh"})
 
-Subword = Literal["bpe", "wordpiece", "none"]
-SUBWORDS: tuple[str, ...] = ("bpe", "wordpiece", "none")
+Subword = Literal["bpe", "wordpiece", "char", "none"]
+SUBWORDS: tuple[str, ...] = ("bpe", "wordpiece", "char", "none")
 
 
 # --- chain grammar ----------------------------------------------------------------------------
@@ -172,12 +173,13 @@ def merge_wordpiece(lines: Iterable[str]) -> list[str]:
 
 
 def merge_subwords(lines: Iterable[str], subword: str) -> list[str]:
-    """Undo ``subword`` segmentation (``bpe``: ``@@`` joins; ``wordpiece``: ``##`` joins; ``none``)."""
+    """Undo ``subword`` segmentation before scoring (``bpe``: ``@@`` joins; ``wordpiece``: ``##``
+    joins; ``char`` and ``none``: nothing, characters are scored as characters)."""
     if subword == "bpe":
         return [merge_bpe(line) for line in lines]
     if subword == "wordpiece":
         return merge_wordpiece(lines)
-    if subword == "none":
+    if subword in ("none", "char"):
         return list(lines)
     raise ValueError(f"unknown subword kind {subword!r}; valid: {', '.join(SUBWORDS)}")
 
@@ -255,7 +257,11 @@ class Recipe:
         chain: step chain for every language not in ``chains`` (see :func:`parse_chain`).
         chains: per-language overrides as ``(lang, chain)`` pairs (DeepFuse's ``zh``).
         subword: ``"bpe"`` (subword-nmt codes learnt per paper, ``.bpe`` suffix),
-            ``"wordpiece"`` (the ``wp`` step, fixed M-BERT vocabulary) or ``"none"`` (words).
+            ``"wordpiece"`` (the ``wp`` step, fixed M-BERT vocabulary), ``"char"`` (the ``char``
+            step on the target side; scored as characters) or ``"none"`` (words).
+        joint_bpe: one set of BPE codes learnt on both sides (True) or one per language.
+        joint_vocab: one vocabulary shared by both sides (True) or one per side.
+        min_freq: vocabulary entries seen fewer times than this in training are dropped.
         bpe_symbols: BPE merge operations; None when no BPE.
         bpe_langs: the languages BPE is applied to; None = all of ``langs``.
         vocab_size: most frequent tokens kept per side; None = keep all (for WordPiece: the
@@ -276,6 +282,9 @@ class Recipe:
     subword: Subword = "none"
     bpe_symbols: int | None = None
     bpe_langs: tuple[str, ...] | None = None
+    joint_bpe: bool = True
+    joint_vocab: bool = False
+    min_freq: int = 1
     vocab_size: int | None = None
     max_len: int | None = None
     lowercase: bool = False
@@ -297,9 +306,30 @@ class Recipe:
             raise ValueError(f"{where}: lowercase={self.lowercase} but chain {self.chain!r}")
         if (self.subword == "wordpiece") != ("wp" in steps):
             raise ValueError(f"{where}: subword {self.subword!r} but chain {self.chain!r}")
+        if self.subword == "char" and not any(parse_chain(self.chain_for(lang))[-1] == "char" for lang in self.langs):
+            raise ValueError(f"{where}: subword 'char' needs a language whose chain ends with the char step")
         zh = [lang for lang in self.langs if lang in ZH_LANGS]
         if zh and (self.zh_segmentation is None or parse_chain(self.chain_for(zh[0]))[-1] != self.zh_segmentation):
             raise ValueError(f"{where}: the zh chain must end with zh_segmentation={self.zh_segmentation!r}")
+
+    @classmethod
+    def from_dict(cls, paper: str, values: dict) -> Recipe:
+        """A recipe from a YAML ``recipe`` block (lists become tuples, ``chains`` a mapping)."""
+        import dataclasses
+
+        values = dict(values or {})
+        fields = {f.name for f in dataclasses.fields(cls)} - {"paper"}
+        unknown = sorted(set(values) - fields)
+        if unknown:
+            raise ValueError(f"unknown recipe key(s) {unknown}; valid keys: {', '.join(sorted(fields))}")
+        for key in ("langs", "bpe_langs"):
+            if values.get(key) is not None:
+                values[key] = tuple(values[key])
+        values["chains"] = tuple(sorted((values.get("chains") or {}).items()))
+        try:
+            return cls(paper=paper, **values)
+        except TypeError as err:
+            raise ValueError(str(err)) from err
 
     def chain_for(self, lang: str) -> str:
         """The step chain for ``lang`` (as in file names, without ``.bpe``)."""
@@ -320,105 +350,23 @@ class Recipe:
         return f"{chain}.bpe" if self.subword_for(lang) == "bpe" else chain
 
 
-RECIPES: dict[str, Recipe] = {
-    "doubly_attentive": Recipe(
-        paper="doubly_attentive",
-        langs=("en", "de"),
-        chain="norm.tok",
-        subword="bpe",
-        bpe_symbols=90_000,
-        vocab_size=None,
-        max_len=80,
-        lowercase=False,
-        scoring="BPE merged back (merge_bpe); cased, tokenised text: 'report evaluation of cased, tokenized sentences "
-        "with punctuation' (BLEU4, METEOR, TER, chrF3).",
-        source="Calixto et al. 2017, sec. 4: 'We use the scripts in the Moses SMT Toolkit [...] to normalise and tokenize "
-        "English and German descriptions, and we also convert space-separated tokens into subwords [...]. If sentences "
-        "in English or German are longer than 80 tokens, they are discarded.'",
-        notes="No lowercasing (cased evaluation). The number of BPE merges is not given: all models use a common "
-        "vocabulary of 83,093 English and 91,141 German subword tokens; 90,000 merges is our choice (as in "
-        "config/papers/doubly_attentive.yaml). Whether the 80 counts words or subwords is not said; the filter counts "
-        "the tokens of the training files it is given.",
-    ),
-    "emb_pred": Recipe(
-        paper="emb_pred",
-        langs=("fr", "en"),
-        chain="lc.norm.tok",
-        subword="none",
-        vocab_size=10_000,
-        max_len=None,
-        lowercase=True,
-        scoring="Word level, nothing to merge; lowercased tokenised BLEU and METEOR.",
-        source="Hirasawa et al. 2019, sec. 3.1: 'The vocabulary size of both the source and the target languages is "
-        "10,000. Following Kumar and Tsvetkov (2019), byte pair encoding (Sennrich et al., 2016) is not applied. The "
-        "source and target sentences are preprocessed with lower-casing, tokenizing and normalizing the punctuation.'",
-        notes="The paper lists 'lower-casing, tokenizing and normalizing'; we apply the official WMT17 Multi30k order "
-        "lc.norm.tok (the dataset the paper names), whose files this chain reproduces exactly. No length filter stated.",
-    ),
-    "visual_agreement": Recipe(
-        paper="visual_agreement",
-        langs=("en", "de", "fr"),
-        chain="norm.tok",
-        subword="none",
-        vocab_size=10_000,
-        max_len=None,
-        lowercase=False,
-        scoring="Word level, nothing to merge; BLEU with Moses multi-bleu.perl on tokenised text, METEOR.",
-        source="Yang et al. 2020, Dataset: 'We use Moses SMT Toolkit to normalize and tokenize all sentences.' "
-        "Settings: 'For both source and target language, we limit the vocabulary size to 10,000.'",
-        notes="The paper is silent on lowercasing: it names only normalisation and tokenisation, and it follows "
-        "Calixto et al. (2017), who keep case; so no lc. No BPE is mentioned (word-level 10k vocabularies, "
-        "embeddings learnt from scratch). No length filter stated.",
-    ),
-    "bertgen": Recipe(
-        paper="bertgen",
-        langs=("en", "de", "fr", "tr"),
-        chain="lc.wp",
-        subword="wordpiece",
-        vocab_size=None,
-        max_len=None,
-        lowercase=True,
-        scoring="Word pieces merged back (merge_wordpiece) before scoring: 'merge back the word pieces before "
-        "evaluation'; tokenised BLEU, METEOR, CIDEr with coco-caption. References go through the same lc.wp and merge "
-        "('pre-processed with M-Bert tokeniser to ensure comparability'), so both sides are M-BERT-tokenised words.",
-        source="Mitzalis et al. 2021, sec. 3: 'We train BertGen on lowercased sentences [...] merge back the word "
-        "pieces before evaluation'; sec. 2.1, footnote 1: 'We adopt the ‘BERT-Base, Multilingual Cased’ version "
-        "from the Transformers toolkit' ('a 119K WordPiece vocabulary').",
-        notes="M-BERT *cased* vocabulary on lowercased text, so BERT's own lowercasing (which also strips accents) is "
-        "off. No Moses step: the released code tokenises raw captions with BertTokenizer(do_lower_case=False). Its "
-        "vocab.txt (manifest input bertgen_vocab) renames [unused1-20] to task tokens; text pieces are M-BERT's. "
-        "No length filter stated (the released dataset code has a seq_len of 64, a model setting).",
-    ),
-    "deepfuse": Recipe(
-        paper="deepfuse",
-        langs=("en", "zh"),
-        chain="lc.norm.tok",
-        chains=(("zh", "char"),),
-        subword="bpe",
-        bpe_symbols=20_000,
-        bpe_langs=("en",),
-        vocab_size=None,
-        max_len=None,
-        lowercase=True,
-        zh_segmentation="char",
-        scoring="English (source) BPE is never scored; the Chinese output is characters, scored as is (BLEU-4 on "
-        "characters). The paper does not say how its Chinese BLEU is tokenised.",
-        source="Wu et al. 2020, sec. 4: 'We adopt the byte pair encoding algorithm to encode the source sentence and "
-        "cap the size of English to 20,000.'",
-        notes="Silent on English tokenisation and casing: we use lc.norm.tok (the public VATEX English text is "
-        "lowercased and tokenised). Silent on Chinese segmentation: characters, the convention of the public VATEX "
-        "Chinese text; another segmentation would be a new step. '20,000' caps the English vocabulary; we learn "
-        "20,000 merges (the vocabulary is about that size plus the character inventory).",
-    ),
-}
+#: Where the repository keeps ``<paper>.yaml`` (an editable install, as the README sets up).
+PAPERS_DIR = Path(__file__).resolve().parents[3] / "config" / "papers"
 
 
-def recipe_for(paper: str) -> Recipe:
-    """The :class:`Recipe` of ``paper``; :class:`ValueError` listing the valid keys otherwise."""
-    try:
-        return RECIPES[paper]
-    except KeyError:
-        raise ValueError(f"unknown paper {paper!r}; valid: {', '.join(RECIPES)}") from None
+def recipe_for(paper: str, papers_dir: str | os.PathLike = PAPERS_DIR) -> Recipe:
+    """The :class:`Recipe` of ``paper``, read from the ``recipe`` block of
+    ``<papers_dir>/<paper>.yaml``; :class:`ValueError` listing the papers there otherwise."""
+    import yaml
+
+    path = Path(papers_dir) / f"{paper}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in Path(papers_dir).glob("*.yaml"))
+        raise ValueError(f"unknown paper {paper!r}: no {path}; valid: {', '.join(known)}")
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if "recipe" not in data:
+        raise ValueError(f"{path} has no 'recipe' block")
+    return Recipe.from_dict(paper, data["recipe"])
 
 
 def chain_for(paper: str, lang: str) -> str:

@@ -4,7 +4,9 @@ A checkpoint is a single ``torch.save`` file holding everything needed to rebuil
 and to resume training exactly:
 
 ``format`` (int), ``package_version``, ``model`` (registry key), ``model_config`` (dict),
+``imports`` (extra modules that register the model, see ``imports`` in a paper's settings),
 ``vocab`` (``{"src": fingerprint, "tgt": fingerprint, "src_size": n, "tgt_size": n}``),
+``vocabs`` (sizes and special-token ids, :class:`~mmt_repro.models.base.Vocabs`),
 ``weights`` (state dict), ``optimizer``, ``scheduler`` (state dicts or None),
 ``progress`` (epoch, batch within epoch, step, best score, bad epochs, history), ``rng`` (Python,
 NumPy and torch CPU/CUDA states) and ``train_config`` (dict).
@@ -20,11 +22,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import __version__
-from ..io import DataError, atomic_path
-from ..models import build_model
+from . import __version__
+from .io import DataError, atomic_path
+from .models import Vocabs, build_model
 
-FORMAT = 1
+FORMAT = 2
 
 
 def rng_state() -> dict:
@@ -51,6 +53,7 @@ def save_checkpoint(
     progress: dict | None = None,
     train_config: dict | None = None,
     with_rng: bool = True,
+    imports: list[str] | tuple[str, ...] = (),
 ) -> Path:
     """Write a checkpoint atomically (a killed job never leaves a half-written file)."""
     payload = {
@@ -58,6 +61,8 @@ def save_checkpoint(
         "package_version": __version__,
         "model": model.registry_name,
         "model_config": dataclasses.asdict(model.config),
+        "imports": list(imports),
+        "vocabs": model.vocabs.to_dict(),
         "vocab": vocab,
         "weights": model.state_dict(),
         "optimizer": optimizer.state_dict() if optimizer is not None else None,
@@ -98,12 +103,15 @@ def check_vocab(ckpt: dict, path: Path, src_fingerprint: str | None, tgt_fingerp
 
 def load_model(path: Path, expect_model: str | None = None, device: str | torch.device = "cpu"):
     """Rebuild a model from a checkpoint file alone. Returns ``(model, checkpoint dict)``."""
+    from .settings import import_model_modules
+
     ckpt = read_checkpoint(path)
     if expect_model is not None and ckpt["model"] != expect_model:
         raise DataError(
             path, f"checkpoint holds model {ckpt['model']!r}, expected {expect_model!r}", "point to the right checkpoint"
         )
-    model = build_model(ckpt["model"], ckpt["model_config"], ckpt["vocab"]["src_size"], ckpt["vocab"]["tgt_size"])
+    import_model_modules(ckpt.get("imports", ()))
+    model = build_model(ckpt["model"], ckpt["model_config"], Vocabs.from_dict(ckpt["vocabs"]))
     model.load_state_dict(ckpt["weights"])
     model.to(device)
     model.eval()

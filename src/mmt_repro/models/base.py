@@ -1,0 +1,153 @@
+"""The model contract: what every paper's model gives the shared trainer and decoder.
+
+Build
+    ``build_model(name, config, vocabs, resources)`` (:mod:`mmt_repro.models.registry`) calls
+    ``cls(config, vocabs, resources)``:
+
+    - ``config``: the model's dataclass config (``config/papers/<paper>.yaml``,
+      ``systems.<system>.model_config``, checked key by key);
+    - ``vocabs``: :class:`Vocabs`, the sizes and special-token ids of the source (None when the
+      task has no source text, e.g. captioning) and target vocabularies;
+    - ``resources``: ``{name: Path}``, the pretrained vectors or weights the system declares
+      (``systems.<system>.resources``; DAG inputs of the training job). Empty when a checkpoint
+      is rebuilt for decoding: the weights then come from the checkpoint.
+
+Train
+    ``forward(batch) -> {"loss": scalar tensor to minimise, "n_tokens": int tensor, ...}``. The
+    trainer logs ``loss`` averaged over ``n_tokens`` and every other scalar the model returns
+    (e.g. ``nll``, ``margin``, ``agreement``) in the log and the training curve.
+
+Data
+    ``visual`` (class attribute): ``none | grid | regions | video``. A model that reads features
+    gets ``batch["img"] (batch, L, D)`` and ``batch["img_mask"] (batch, L)`` (True = a real
+    region or segment; padded slots are False). Per-example extras (word alignments, task ids)
+    are lists in the batch under their own names. ``wrap_training_data(data)`` may replace the
+    training data by a view of it (BertGen's unrolled multi-task mix); the default keeps it.
+
+Decode (``decoding``, class attribute)
+    - ``"step"``: encoder-decoder step search, greedy and batched beam
+      (:mod:`mmt_repro.decode.search`) through ``encode(batch)``, ``init_state(enc)`` and
+      ``step(enc, state, prev) -> (log_probs (batch, vocab), state, info)``;
+    - ``"nearest"``: continuous outputs; ``step`` returns similarities of the predicted
+      embedding to every target embedding (:func:`nearest_neighbour_scores`) and decoding is
+      greedy (the nearest neighbour at each step);
+    - ``"custom"``: the model decodes itself with ``search(batch, settings, specials)`` returning
+      one list of token ids per sentence (BertGen's [MASK]-shift decoding).
+
+Special token ids (``pad``, ``bos``, ``eos``, ``unk`` and optionally ``mask``) come from the
+target vocabulary (``model.specials``), never from constants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+VISUAL_KINDS = ("none", "grid", "regions", "video")
+DECODING_KINDS = ("step", "nearest", "custom")
+
+
+@dataclass(frozen=True)
+class Specials:
+    """Ids of the special tokens of a vocabulary."""
+
+    pad: int = 0
+    bos: int = 1
+    eos: int = 2
+    unk: int = 3
+    mask: int | None = None
+
+    @classmethod
+    def of(cls, vocab) -> Specials:
+        """The specials of a :class:`~mmt_repro.text.vocab.Vocab` (or any object with the ids)."""
+        return cls(pad=vocab.pad_id, bos=vocab.bos_id, eos=vocab.eos_id, unk=vocab.unk_id,
+                   mask=getattr(vocab, "mask_id", None))
+
+
+@dataclass(frozen=True)
+class VocabSpec:
+    """What a model needs to know of one vocabulary."""
+
+    size: int
+    specials: Specials = Specials()
+
+    @classmethod
+    def of(cls, vocab) -> VocabSpec:
+        return cls(size=len(vocab), specials=Specials.of(vocab))
+
+
+@dataclass(frozen=True)
+class Vocabs:
+    """Source (None for tasks without source text) and target vocabularies of a model."""
+
+    src: VocabSpec | None
+    tgt: VocabSpec
+
+    @classmethod
+    def of(cls, src_vocab, tgt_vocab) -> Vocabs:
+        return cls(src=None if src_vocab is None else VocabSpec.of(src_vocab), tgt=VocabSpec.of(tgt_vocab))
+
+    @classmethod
+    def sizes(cls, src_size: int | None, tgt_size: int) -> Vocabs:
+        """Vocabularies of the given sizes with the default specials (tests, benchmarks)."""
+        return cls(src=None if src_size is None else VocabSpec(src_size), tgt=VocabSpec(tgt_size))
+
+    def to_dict(self) -> dict:
+        def one(v):
+            return None if v is None else {"size": v.size, "specials": vars(v.specials).copy()}
+
+        return {"src": one(self.src), "tgt": one(self.tgt)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Vocabs:
+        def one(v):
+            return None if v is None else VocabSpec(v["size"], Specials(**v["specials"]))
+
+        return cls(src=one(data["src"]), tgt=one(data["tgt"]))
+
+
+class MMTModel(nn.Module):
+    """Base class of every model; see the module docstring for the contract."""
+
+    registry_name: str = ""  # set by @register
+    visual: str = "none"
+    decoding: str = "step"
+
+    def __init__(self, config, vocabs: Vocabs, resources: dict[str, Path] | None = None):
+        super().__init__()
+        if self.visual not in VISUAL_KINDS:
+            raise ValueError(f"{type(self).__name__}.visual = {self.visual!r}; valid: {', '.join(VISUAL_KINDS)}")
+        if self.decoding not in DECODING_KINDS:
+            raise ValueError(f"{type(self).__name__}.decoding = {self.decoding!r}; valid: {', '.join(DECODING_KINDS)}")
+        self.config = config
+        self.vocabs = vocabs
+        self.specials = vocabs.tgt.specials
+        self.resources = dict(resources or {})
+
+    @property
+    def uses_visual(self) -> bool:
+        return self.visual != "none"
+
+    @property
+    def visual_dim(self) -> int | None:
+        """Feature size the model expects on the last axis of ``img`` (None: any / none)."""
+        return getattr(self.config, "img_dim", None) if self.uses_visual else None
+
+    def wrap_training_data(self, data):
+        """Hook for a multi-task mix or on-the-fly example making; default: the data as is."""
+        return data
+
+    def search(self, batch: dict, settings, specials: Specials) -> list[list[int]]:
+        raise NotImplementedError(f"{self.registry_name} declares decoding='custom' but has no search()")
+
+
+def nearest_neighbour_scores(pred: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity of each predicted embedding ``pred (batch, dim)`` to every row of
+    ``table (vocab, dim)``, as one matrix product: ``(batch, vocab)``. Greedy decoding of these
+    scores picks the nearest neighbour (Hirasawa et al. 2019, eq. 3)."""
+    pred = torch.nn.functional.normalize(pred, dim=-1)
+    table = torch.nn.functional.normalize(table, dim=-1)
+    return pred @ table.t()

@@ -1,0 +1,219 @@
+"""Per-paper settings: ``config/papers/<paper>.yaml`` as checked dataclasses (torch-free).
+
+A paper file has these blocks; each is checked here, with unknown keys named:
+
+==================  =========================================================================
+``description``     one line
+``imports``         extra Python modules to import before building a model (models kept
+                    outside the package register themselves on import; a list, default [])
+``recipe``          text preparation, :class:`mmt_repro.text.recipes.Recipe`
+``decode``          :class:`DecodeSettings`, the paper's decoding; a system may override
+                    any key in its own ``decode`` block (e.g. the back-translation beam)
+``scoring``         :class:`ScoringSettings`: metrics, BLEU variant and tokenisation, METEOR
+                    language, the shuffled-image seed
+``backtranslation`` :class:`BacktranslationSettings`, only for papers that back-translate
+``systems``         ``<name>:`` :class:`SystemSettings` (model key, visual input, model and
+                    training configs, corpus, init_from, declared resources, decode)
+==================  =========================================================================
+
+Planning (the Snakefile) reads these without importing torch: it needs the visual input of a
+system (``visual``) and never builds a model. :func:`check_model_configs` validates every
+``model_config`` against the model's dataclass and ``visual`` against the model class; it
+imports the models (torch), so the workflow runs it once at the start of a real run
+(``onstart``) and every training job runs it again for its own system.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, deep_update, load_yaml
+from .text.recipes import Recipe
+from .train.config import make_dataclass_config, make_train_config
+
+VISUAL_KINDS = ("none", "grid", "regions", "video")
+METRICS = ("bleu", "meteor", "chrf3", "ter", "cider")
+BLEU_TOKENIZERS = ("none", "13a", "intl", "zh", "char")
+
+
+@dataclass
+class DecodeSettings:
+    """How a system's test translations are decoded."""
+
+    beam_size: int = 12  # 1: greedy search
+    alpha: float = 1.0  # length normalisation of finished hypotheses: score / length ** alpha
+    max_len: int = 80  # most target tokens per hypothesis
+    batch_size: int = 32  # sentences per decoding batch
+
+    def __post_init__(self):
+        if self.beam_size < 1 or self.max_len < 1 or self.batch_size < 1:
+            raise ValueError(f"beam_size, max_len and batch_size must be >= 1, got {dataclasses.asdict(self)}")
+
+
+@dataclass
+class ScoringSettings:
+    """How a paper scores its translations."""
+
+    metrics: list[str] = field(default_factory=lambda: ["bleu"])  # of: bleu, meteor, chrf3, ter, cider
+    tokenize: str = "none"  # sacreBLEU tokeniser; none = the text is tokenised already (multi-bleu style)
+    bleu_compat: str = "multi-bleu"  # multi-bleu (multi-bleu.perl-compatible) | sacrebleu
+    meteor_lang: str | None = None  # METEOR language; None = the target language
+    significance_metrics: list[str] = field(default_factory=lambda: ["bleu", "ter"])  # paired tests vs baseline
+    shuffle_seed: int = 1234  # derangement of the images in the incongruent-image condition
+
+    def __post_init__(self):
+        bad = [m for m in [*self.metrics, *self.significance_metrics] if m not in METRICS]
+        if bad:
+            raise ValueError(f"unknown metric(s) {bad}; valid: {', '.join(METRICS)}")
+        if self.tokenize not in BLEU_TOKENIZERS:
+            raise ValueError(f"unknown BLEU tokenize {self.tokenize!r}; valid: {', '.join(BLEU_TOKENIZERS)}")
+        if self.bleu_compat not in ("multi-bleu", "sacrebleu"):
+            raise ValueError(f"unknown bleu_compat {self.bleu_compat!r}; valid: multi-bleu, sacrebleu")
+
+
+@dataclass
+class BacktranslationSettings:
+    """Back-translation of comparable target descriptions (Calixto et al. 2017's M30k_C)."""
+
+    reverse_system: str  # the target-to-source system that translates them
+    descriptions: int = 5  # comparable descriptions per training image that are back-translated
+    seed: int = 1  # seed of the reverse model used for every back-translation
+
+
+@dataclass
+class SystemSettings:
+    """One system of a paper's table."""
+
+    model: str  # registry key of the model, <paper>.<name>
+    description: str = ""
+    visual: str = "none"  # the model's visual input: none | grid | regions | video
+    model_config: dict = field(default_factory=dict)  # the model's dataclass config (checked)
+    train: dict = field(default_factory=dict)  # TrainConfig keys
+    decode: dict = field(default_factory=dict)  # DecodeSettings keys overriding the paper's
+    corpus: str = "train"  # train | backtranslated | a configured dataset used as text only
+    init_from: str | None = None  # system whose best checkpoint this one starts from
+    resources: dict = field(default_factory=dict)  # name -> file (a DAG input) given to the model
+
+
+@dataclass
+class PaperSettings:
+    paper: str
+    path: Path
+    recipe: Recipe
+    systems: dict[str, SystemSettings]
+    decode: DecodeSettings
+    scoring: ScoringSettings
+    backtranslation: BacktranslationSettings | None = None
+    description: str = ""
+    imports: list[str] = field(default_factory=list)
+
+    def system(self, name: str) -> SystemSettings:
+        if name not in self.systems:
+            raise ConfigError(f"unknown system {name!r} of {self.paper} ({self.path}); valid: {', '.join(self.systems)}")
+        return self.systems[name]
+
+    def decode_for(self, system: str) -> DecodeSettings:
+        """The paper's decoding with the system's own ``decode`` keys applied."""
+        return dataclasses.replace(self.decode, **self.system(system).decode)
+
+
+_TOP_KEYS = ("description", "imports", "recipe", "decode", "scoring", "backtranslation", "systems")
+
+
+def _block(cls, values, where: str):
+    try:
+        return make_dataclass_config(cls, values, where)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{where}: {err}") from err
+
+
+def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> PaperSettings:
+    """Read and check ``path`` (``config/papers/<paper>.yaml``) with ``overrides`` merged in."""
+    path = Path(path)
+    raw = load_yaml(path)
+    data = deep_update(raw, overrides or {})
+    unknown = sorted(set(data) - set(_TOP_KEYS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level key(s) {unknown}; valid: {', '.join(_TOP_KEYS)}")
+    for name in (overrides or {}).get("systems", {}) or {}:
+        if name not in (raw.get("systems") or {}):
+            raise ConfigError(f"override for unknown system '{name}' of {paper}; systems in {path}: "
+                              f"{', '.join(sorted(raw.get('systems') or {}))}")
+    if "recipe" not in data:
+        raise ConfigError(f"{path}: no 'recipe' block (how the paper prepares its text); see docs/adding_a_paper.md")
+    try:
+        recipe = Recipe.from_dict(paper, data["recipe"])
+    except ValueError as err:
+        raise ConfigError(f"{path}: recipe: {err}") from err
+    systems = {}
+    for name, block in (data.get("systems") or {}).items():
+        where = f"{path}: system '{name}'"
+        system = _block(SystemSettings, block, where)
+        if system.visual not in VISUAL_KINDS:
+            raise ConfigError(f"{where}: visual {system.visual!r}; valid: {', '.join(VISUAL_KINDS)}")
+        try:
+            make_train_config(system.train)
+            _block(DecodeSettings, system.decode, f"{where} decode")
+        except ValueError as err:
+            raise ConfigError(f"{where}: {err}") from err
+        systems[name] = system
+    for name, system in systems.items():
+        if system.init_from and system.init_from not in systems:
+            raise ConfigError(f"{path}: system '{name}' is initialised from unknown system '{system.init_from}'")
+    bt = data.get("backtranslation")
+    settings = PaperSettings(
+        paper=paper,
+        path=path,
+        recipe=recipe,
+        systems=systems,
+        decode=_block(DecodeSettings, data.get("decode"), f"{path}: decode"),
+        scoring=_block(ScoringSettings, data.get("scoring"), f"{path}: scoring"),
+        backtranslation=None if bt is None else _block(BacktranslationSettings, bt, f"{path}: backtranslation"),
+        description=data.get("description", ""),
+        imports=list(data.get("imports") or []),
+    )
+    if settings.backtranslation and settings.backtranslation.reverse_system not in systems:
+        raise ConfigError(f"{path}: backtranslation.reverse_system {settings.backtranslation.reverse_system!r} "
+                          f"is not a system; systems: {', '.join(systems)}")
+    return settings
+
+
+def import_model_modules(modules: list[str] | tuple[str, ...] = ()) -> None:
+    """Import the package's models and any extra modules a paper declares (``imports``)."""
+    import mmt_repro.models  # noqa: F401  (registers the package's models)
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise ConfigError(f"cannot import model module {name!r} ({err}); it must be importable (installed or "
+                              "on PYTHONPATH)") from err
+
+
+def check_model_configs(settings: PaperSettings, only: str | None = None) -> None:
+    """Check each system's ``model_config`` against its model's dataclass and ``visual``
+    against the model class (imports torch)."""
+    import_model_modules(settings.imports)
+    from .models.registry import make_config, model_class
+
+    for name, system in settings.systems.items():
+        if only is not None and name != only:
+            continue
+        where = f"{settings.path}: system '{name}'"
+        try:
+            make_config(system.model, system.model_config)
+            cls = model_class(system.model)
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"{where}: {err}") from err
+        if cls.visual != system.visual:
+            raise ConfigError(f"{where}: visual is {system.visual!r} but model {system.model} reads "
+                              f"{cls.visual!r}; set `visual: {cls.visual}`")
+
+
+def as_plain(obj: Any) -> Any:
+    """Dataclass -> dict (for rule params), leaving other values as they are."""
+    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj
