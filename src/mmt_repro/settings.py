@@ -126,7 +126,7 @@ _TOP_KEYS = ("description", "imports", "recipe", "decode", "scoring", "backtrans
 
 def _block(cls, values, where: str):
     try:
-        return make_dataclass_config(cls, values, where)
+        return make_dataclass_config(cls, values, "setting")
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{where}: {err}") from err
 
@@ -136,12 +136,14 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
     path = Path(path)
     raw = load_yaml(path)
     data = deep_update(raw, overrides or {})
+    source = path
+    path = Path(f"{path} (+ papers.{paper}.overrides)") if overrides else path
     unknown = sorted(set(data) - set(_TOP_KEYS))
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {unknown}; valid: {', '.join(_TOP_KEYS)}")
     for name in (overrides or {}).get("systems", {}) or {}:
         if name not in (raw.get("systems") or {}):
-            raise ConfigError(f"override for unknown system '{name}' of {paper}; systems in {path}: "
+            raise ConfigError(f"override for unknown system '{name}' of {paper}; systems in {source}: "
                               f"{', '.join(sorted(raw.get('systems') or {}))}")
     if "recipe" not in data:
         raise ConfigError(f"{path}: no 'recipe' block (how the paper prepares its text); see docs/adding_a_paper.md")
@@ -167,7 +169,7 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
     bt = data.get("backtranslation")
     settings = PaperSettings(
         paper=paper,
-        path=path,
+        path=source,
         recipe=recipe,
         systems=systems,
         decode=_block(DecodeSettings, data.get("decode"), f"{path}: decode"),

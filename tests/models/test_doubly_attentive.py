@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from mmt_repro.decode.search import beam_search, greedy
-from mmt_repro.models import build_model, is_multimodal, make_config
-from mmt_repro.train.checkpoint import load_model, save_checkpoint
+from mmt_repro.models import Vocabs, build_model, make_config, visual_input
+from mmt_repro.checkpoint import load_model, save_checkpoint
 
 TINY = dict(emb_dim=6, enc_dim=5, dec_dim=7, att_dim=4, init_std=0.5)
 TINY_IMG = dict(TINY, img_dim=3, img_att_dim=4)
@@ -22,21 +22,22 @@ def tiny_batch(bsz=3, src_len=5, tgt_len=4, n_regions=6, img_dim=3, seed=0):
         "img": torch.randn(bsz, n_regions, img_dim, generator=g),
         "tgt_in": torch.cat([torch.ones(bsz, 1, dtype=torch.long), tgt[:, :-1]], 1),
         "tgt_out": tgt,
+        "ids": torch.arange(bsz),
     }
 
 
 def make(name, cfg, seed=0):
     torch.manual_seed(seed)
-    return build_model(name, cfg, 20, 20).eval()
+    return build_model(name, cfg, Vocabs.sizes(20, 20)).eval()
 
 
 def test_registry_and_multimodal_flag():
-    assert is_multimodal("doubly_attentive.nmt_src_img")
-    assert not is_multimodal("doubly_attentive.nmt")
+    assert visual_input("doubly_attentive.nmt_src_img") == "grid"
+    assert visual_input("doubly_attentive.nmt") == "none"
     with pytest.raises(ValueError, match="valid keys"):
         make_config("doubly_attentive.nmt", {"emb_dimm": 3})
     with pytest.raises(ValueError, match="valid models"):
-        build_model("doubly_attentive.nope", {}, 5, 5)
+        build_model("doubly_attentive.nope", {}, Vocabs.sizes(5, 5))
 
 
 def test_paper_sizes_parameter_count():
@@ -45,7 +46,7 @@ def test_paper_sizes_parameter_count():
     # Built with 10-word vocabularies (fast); the vocabulary-sized matrices are added by hand:
     # source and target embeddings (V x 620) and the output layer L_o (620 x V + V).
     def count(name):
-        model = build_model(name, {}, 10, 10)
+        model = build_model(name, {}, Vocabs.sizes(10, 10))
         small = sum(p.numel() for p in model.parameters())
         return small - (10 * 620 + 10 * 620 + 620 * 10 + 10) + (83093 * 620 + 91141 * 620 + 620 * 91141 + 91141)
 
@@ -133,7 +134,7 @@ def test_image_model_uses_the_image():
 @pytest.mark.parametrize("name,cfg", [("doubly_attentive.nmt", TINY), ("doubly_attentive.nmt_src_img", TINY_IMG)])
 def test_loss_falls_when_overfitting(name, cfg):
     torch.manual_seed(0)
-    m = build_model(name, dict(cfg, dropout_enc=0.0, dropout_dec=0.0, dropout_out=0.0, init_std=0.1), 20, 20)
+    m = build_model(name, dict(cfg, dropout_enc=0.0, dropout_dec=0.0, dropout_out=0.0, init_std=0.1), Vocabs.sizes(20, 20))
     batch = tiny_batch()
     opt = torch.optim.Adam(m.parameters(), lr=0.05)
     first = float(m(batch)["loss"].detach())
@@ -153,3 +154,33 @@ def test_checkpoint_round_trip_gives_identical_logits(tmp_path):
     assert ckpt["model"] == "doubly_attentive.nmt_src_img" and ckpt["vocab"] == vocab
     batch = tiny_batch()
     assert torch.equal(m(batch)["loss"], m2(batch)["loss"])
+
+
+def test_image_mask_keeps_padded_regions_out_of_the_image_attention():
+    m = make("doubly_attentive.nmt_src_img", TINY_IMG)
+    batch = tiny_batch()
+    mask = torch.ones(3, 6, dtype=torch.bool)
+    mask[1, 4:] = False  # sentence 1 has 4 real regions, 2 padded slots
+    enc = m.encode(dict(batch, img_mask=mask))
+    _, _, info = m.step(enc, m.init_state(enc), torch.ones(3, dtype=torch.long))
+    assert torch.all(info["alpha_img"][1, 4:] == 0)
+    assert torch.allclose(info["alpha_img"][1, :4].sum(), torch.tensor(1.0), atol=1e-6)
+    # The padded slots' contents no longer matter: change them and the step is the same.
+    img2 = batch["img"].clone()
+    img2[1, 4:] = 100.0
+    enc2 = m.encode(dict(batch, img=img2, img_mask=mask))
+    lp1, _, _ = m.step(enc, m.init_state(enc), torch.ones(3, dtype=torch.long))
+    lp2, _, _ = m.step(enc2, m.init_state(enc2), torch.ones(3, dtype=torch.long))
+    assert torch.allclose(lp1, lp2, atol=1e-6)
+
+
+def test_special_ids_come_from_the_target_vocabulary():
+    from mmt_repro.models import Specials, VocabSpec
+
+    vocabs = Vocabs(src=VocabSpec(20), tgt=VocabSpec(20, Specials(pad=0, bos=5, eos=6, unk=3)))
+    torch.manual_seed(0)
+    m = build_model("doubly_attentive.nmt", TINY, vocabs).eval()
+    hyps, _ = greedy(m, tiny_batch(), max_len=8)
+    # bos (5) is never emitted, and eos (6) ends a hypothesis and is stripped.
+    assert all(5 not in h and 6 not in h for h in hyps)
+    assert m.specials.bos == 5 and m.specials.eos == 6

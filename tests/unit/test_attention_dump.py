@@ -1,16 +1,17 @@
-"""Attention dumps with tokens, beta shares as scores, and the Figure 2 plot."""
+"""Attention dumps with tokens, beta shares as a registered analysis, and the Figure 2 plot."""
 
 import json
 
 import pytest
 import torch
 
-from mmt_repro.decode.translate import beta_scores, dump_attention
+from mmt_repro.decode.translate import dump_attention
 from mmt_repro.io import DataError
 from mmt_repro.metrics.attention_figure import plot_attention_from_dump
-from mmt_repro.models import build_model
+from mmt_repro.models import Vocabs, build_model
+from mmt_repro.tables.analyses import run_analysis
 from mmt_repro.text.vocab import Vocab
-from mmt_repro.train.checkpoint import save_checkpoint
+from mmt_repro.checkpoint import save_checkpoint
 
 
 class Store:
@@ -32,13 +33,13 @@ def test_dump_beta_scores_and_figure(tmp_path, monkeypatch):
     tv.save(tmp_path / "tv.json")
     torch.manual_seed(0)
     cfg = dict(emb_dim=8, enc_dim=8, dec_dim=8, att_dim=8, img_dim=5, img_att_dim=8, init_std=0.5)
-    model = build_model("doubly_attentive.nmt_src_img", cfg, len(sv), len(tv))
+    model = build_model("doubly_attentive.nmt_src_img", cfg, Vocabs.of(sv, tv))
     vocab = {"src": sv.fingerprint(), "tgt": tv.fingerprint(), "src_size": len(sv), "tgt_size": len(tv)}
     save_checkpoint(tmp_path / "m.pt", model, vocab)
     feats = Store(torch.randn(3, 16, 5).numpy())
     monkeypatch.setattr("mmt_repro.decode.translate.open_features", lambda npy, index: feats)
     info = dump_attention(tmp_path / "m.pt", tmp_path / "src", tmp_path / "d.pt", tmp_path / "sv.json",
-                          tmp_path / "tv.json", features_npy="x", features_index="y", max_len=6, device="cpu")
+                          tmp_path / "tv.json", features_npy="x", features_index="y", decode={"max_len": 6}, device="cpu")
     assert info == {"sentences": 3, "model": "doubly_attentive.nmt_src_img"}
     dumps = torch.load(tmp_path / "d.pt", weights_only=False)
     assert [d["src_tokens"] for d in dumps] == [line.split() for line in src_lines]
@@ -49,7 +50,8 @@ def test_dump_beta_scores_and_figure(tmp_path, monkeypatch):
         assert torch.allclose(d["alpha_img"].sum(-1), torch.ones(steps), atol=1e-5)
     meta = {"paper": "p", "table": "figure2", "system": "s", "pair": "en-de", "test_set": "test", "seed": 1,
             "condition": "congruent"}
-    result = beta_scores(tmp_path / "d.pt", tmp_path / "b.json", meta)
+    result = run_analysis("doubly_attentive.beta_shares", "attention", {"attention": tmp_path / "d.pt"},
+                          tmp_path / "b.json", meta)
     betas = torch.cat([d["beta"][: len(d["hyp_tokens"])] for d in dumps])
     assert result["scores"]["beta_gt_0.5"]["value"] == pytest.approx(100 * float((betas > 0.5).float().mean()), abs=1e-3)
     assert json.loads((tmp_path / "b.json").read_text())["meta"] == meta
@@ -57,3 +59,10 @@ def test_dump_beta_scores_and_figure(tmp_path, monkeypatch):
     assert png.stat().st_size > 1000 and pdf.exists()
     with pytest.raises(DataError, match="the dump has 3"):
         plot_attention_from_dump(tmp_path / "d.pt", 7, tmp_path / "fig2.png")
+
+
+def test_analysis_with_the_wrong_inputs_or_name_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="set `inputs: attention` in the table's config"):
+        run_analysis("doubly_attentive.beta_shares", "translation", {}, tmp_path / "b.json", {})
+    with pytest.raises(ValueError, match="unknown analysis 'doubly_attentive.nope'; registered: .*doubly_attentive.beta_shares"):
+        run_analysis("doubly_attentive.nope", "attention", {}, tmp_path / "b.json", {})

@@ -7,7 +7,7 @@ from mmt_repro.data.backtranslation import assemble_backtranslation
 from mmt_repro.data.grounded import generate_comparable, generate_grounded
 from mmt_repro.io import DataError, read_lines
 from mmt_repro.text.bpe import learn_bpe
-from mmt_repro.train.checkpoint import read_checkpoint
+from mmt_repro.checkpoint import read_checkpoint
 from mmt_repro.train.trainer import train
 
 MODEL = dict(emb_dim=16, enc_dim=16, dec_dim=24, att_dim=16, img_dim=4, img_att_dim=8,

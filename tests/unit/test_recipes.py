@@ -9,7 +9,7 @@ from conftest import shared_dataset
 
 from mmt_repro.io import DataError, read_lines
 from mmt_repro.text.recipes import (
-    RECIPES,
+    PAPERS_DIR,
     Recipe,
     apply_chain,
     chain_for,
@@ -24,6 +24,8 @@ from mmt_repro.text.recipes import (
     segment_chars,
 )
 from mmt_repro.text.wordpiece import load_wordpiece
+
+PAPERS = ("doubly_attentive", "emb_pred", "visual_agreement", "bertgen", "deepfuse")
 
 # --- chain grammar ----------------------------------------------------------------------------
 
@@ -169,7 +171,7 @@ def test_wordpiece_round_trip(toy_vocab):
 def test_merge_subwords_and_for_scoring():
     assert merge_subwords(["new@@ est car@@"], "bpe") == ["newest car"]
     assert merge_subwords(["a@@ b ##c"], "none") == ["a@@ b ##c"]
-    with pytest.raises(ValueError, match="unknown subword kind 'sentencepiece'; valid: bpe, wordpiece, none"):
+    with pytest.raises(ValueError, match="unknown subword kind 'sentencepiece'; valid: bpe, wordpiece, char, none"):
         merge_subwords(["x"], "sentencepiece")
     assert merge_for_scoring(["play ##ing"], "bertgen", "de") == ["playing"]
     assert merge_for_scoring(["new@@ est"], "doubly_attentive", "de") == ["newest"]
@@ -218,7 +220,7 @@ def test_filter_pairs_by_length_by_hand():
 
 def test_calixto_boundary_80_kept_81_dropped():
     src = [" ".join(["w"] * 80), " ".join(["w"] * 81)]
-    assert filter_pairs_by_length(src, ["x", "x"], max_len=RECIPES["doubly_attentive"].max_len)[2] == [0]
+    assert filter_pairs_by_length(src, ["x", "x"], max_len=recipe_for("doubly_attentive").max_len)[2] == [0]
 
 
 def test_filter_parallel_with_image_list(tmp_path):
@@ -278,19 +280,31 @@ def test_recipe_values(paper, lang, chain, suffix, subword, bpe_symbols, vocab_s
     assert recipe.source and recipe.scoring
 
 
-def test_recipe_table_is_complete():
-    assert set(RECIPES) == {"doubly_attentive", "emb_pred", "visual_agreement", "bertgen", "deepfuse"}
-    assert RECIPES["deepfuse"].zh_segmentation == "char"
-    assert RECIPES["deepfuse"].bpe_langs == ("en",)
-    assert all(r.zh_segmentation is None for k, r in RECIPES.items() if k != "deepfuse")
-    assert "80 tokens" in RECIPES["doubly_attentive"].source
-    assert "Multilingual Cased" in RECIPES["bertgen"].source
+def test_every_paper_has_its_recipe_in_its_settings_file():
+    assert {p.stem for p in PAPERS_DIR.glob("*.yaml")} >= set(PAPERS)
+    recipes = {p: recipe_for(p) for p in PAPERS}
+    assert recipes["deepfuse"].zh_segmentation == "char"
+    assert recipes["deepfuse"].bpe_langs == ("en",)
+    assert all(r.zh_segmentation is None for k, r in recipes.items() if k != "deepfuse")
+    assert "80 tokens" in recipes["doubly_attentive"].source
+    assert "Multilingual Cased" in recipes["bertgen"].source
+    assert recipes["doubly_attentive"].joint_bpe and not recipes["doubly_attentive"].joint_vocab
+
+
+def test_recipe_block_with_an_unknown_key_names_it_and_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown recipe key\(s\) \['bpe_merges'\]; valid keys: .*bpe_symbols"):
+        Recipe.from_dict("x", {"langs": ["en"], "chain": "norm.tok", "bpe_merges": 3})
+    r = Recipe.from_dict("x", {"langs": ["en", "zh"], "chain": "lc.norm.tok", "chains": {"zh": "char"},
+                               "zh_segmentation": "char", "lowercase": True, "subword": "char"})
+    assert r.chain_for("zh") == "char" and r.suffix_for("zh") == "char" and r.subword_for("en") == "char"
+    assert merge_subwords(["一 个 人"], r.subword_for("zh")) == ["一 个 人"]  # characters are scored as characters
 
 
 def test_unknown_paper_and_language():
     with pytest.raises(ValueError) as err:
         recipe_for("calixto")
-    assert str(err.value) == "unknown paper 'calixto'; valid: doubly_attentive, emb_pred, visual_agreement, bertgen, deepfuse"
+    assert str(err.value).startswith("unknown paper 'calixto': no ")
+    assert str(err.value).endswith("calixto.yaml; valid: bertgen, deepfuse, doubly_attentive, emb_pred, visual_agreement")
     with pytest.raises(ValueError, match="unknown paper 'imagination'"):
         chain_for("imagination", "en")
     with pytest.raises(ValueError, match="recipe 'deepfuse' has no language 'de'; its languages: en, zh"):
@@ -299,7 +313,7 @@ def test_unknown_paper_and_language():
 
 def test_recipe_is_frozen_and_checked():
     with pytest.raises(dataclasses.FrozenInstanceError):
-        RECIPES["emb_pred"].vocab_size = 5  # type: ignore[misc]
+        recipe_for("emb_pred").vocab_size = 5  # type: ignore[misc]
     with pytest.raises(ValueError, match="lowercase=True but chain 'norm.tok'"):
         Recipe(paper="x", langs=("en",), chain="norm.tok", lowercase=True)
     with pytest.raises(ValueError, match="bpe_symbols must be set exactly when subword is 'bpe'"):

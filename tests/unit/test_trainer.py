@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mmt_repro.io import DataError
-from mmt_repro.train.checkpoint import check_vocab, load_model, read_checkpoint
+from mmt_repro.checkpoint import check_vocab, load_model, read_checkpoint
 from mmt_repro.train.trainer import INTERRUPTED_EXIT_CODE, make_train_config, train
 
 MODEL = dict(emb_dim=16, enc_dim=16, dec_dim=24, att_dim=16, img_dim=4, img_att_dim=8,

@@ -63,18 +63,33 @@ def shared_multi30k() -> Path:
 # ------------------------------------------------------------------------------ configuration
 def test_unknown_config_key_names_the_key_and_the_valid_ones():
     with pytest.raises(ConfigError) as info:
-        validate_config(merged_config("decode: {beamsize: 3}"), REPO / "config" / "schema.yaml")
+        validate_config(merged_config("tools: {meteorjar: x.jar}"), REPO / "config" / "schema.yaml")
     msg = str(info.value)
-    assert "unknown config key 'decode.beamsize'" in msg and "beam_size" in msg  # the valid keys are listed
+    assert "unknown config key 'tools.meteorjar'" in msg and "meteor_jar" in msg  # the valid keys are listed
     assert "fix: correct the key(s) in config/config.yaml or the file given with --configfile" in msg
 
 
 def test_wrong_type_names_the_key_and_the_expected_type():
     with pytest.raises(ConfigError) as info:
-        validate_config(merged_config("decode: {beam_size: many}"), REPO / "config" / "schema.yaml")
+        validate_config(merged_config("papers: {doubly_attentive: {tables: {table1: {seeds: many}}}}"),
+                        REPO / "config" / "schema.yaml")
     msg = str(info.value)
-    assert "config key 'decode.beam_size'" in msg and "'many' is not of type 'integer'" in msg
+    assert "config key 'papers.doubly_attentive.tables.table1.seeds'" in msg and "'many' is not of type 'array'" in msg
     assert "fix:" in msg
+
+
+def test_unknown_decode_key_of_a_paper_names_the_file_the_block_and_the_valid_keys():
+    from mmt_repro.settings import load_paper
+
+    with pytest.raises(ConfigError) as info:
+        load_paper("doubly_attentive", REPO / "config" / "papers" / "doubly_attentive.yaml",
+                   {"decode": {"beamsize": 3}})
+    msg = str(info.value)
+    assert "doubly_attentive.yaml (+ papers.doubly_attentive.overrides): decode: unknown setting key(s) ['beamsize']" in msg
+    assert "valid keys: alpha, batch_size, beam_size, max_len" in msg
+    with pytest.raises(ConfigError, match="system 'bt_reverse' decode: unknown setting key"):
+        load_paper("doubly_attentive", REPO / "config" / "papers" / "doubly_attentive.yaml",
+                   {"systems": {"bt_reverse": {"decode": {"beem": 3}}}})
 
 
 # ------------------------------------------------------------------------------ corpora
@@ -269,7 +284,8 @@ def translate_args(toy, checkpoint: str, store: str | None = "val", **kw) -> dic
     d = toy["dir"]
     npy, index = toy["stores"][store] if store else (None, None)
     return dict(dict(checkpoint=d / checkpoint / "best.pt", src=d / "val.src", out=d / "hyp.txt", src_vocab=d / "src.json",
-                     tgt_vocab=d / "tgt.json", features_npy=npy, features_index=index, beam_size=2, device="cpu"), **kw)
+                     tgt_vocab=d / "tgt.json", features_npy=npy, features_index=index, decode={"beam_size": 2},
+                     device="cpu"), **kw)
 
 
 def test_feature_store_of_the_wrong_shape_names_the_file(toy):
@@ -312,7 +328,7 @@ def test_checkpoint_of_another_model_is_refused(toy):
     assert "re-train this system" in err.fix
     # a multimodal checkpoint decoded without images
     err = raises_data_error(translate, **translate_args(toy, "mmt", None))
-    assert "needs image features" in err.problem
+    assert "needs grid features" in err.problem
 
 
 def test_resume_checkpoint_of_another_model_is_ignored_with_a_warning(toy, tmp_path, caplog):
@@ -335,13 +351,13 @@ def test_decoding_past_max_len_warns_naming_the_config_key(toy, caplog):
     (toy["dir"] / "endless").mkdir(exist_ok=True)
     torch.save(ckpt, toy["dir"] / "endless" / "best.pt")
     with caplog.at_level(logging.WARNING):
-        translate(**translate_args(toy, "endless", max_len=3))
+        translate(**translate_args(toy, "endless", decode={"beam_size": 2, "max_len": 3}))
     assert "8 of 8 translations of" in caplog.text
-    assert "reached max_len=3 without <eos> and are cut off; raise decode.max_len in the config" in caplog.text
+    assert "reached max_len=3 without <eos> and are cut off; raise decode.max_len in the paper's settings" in caplog.text
     assert all(len(line.split()) == 3 for line in (toy["dir"] / "hyp.txt").read_text().splitlines())
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        translate(**translate_args(toy, "mmt", max_len=50))
+        translate(**translate_args(toy, "mmt", decode={"beam_size": 2, "max_len": 50}))
     assert "max_len" not in caplog.text
 
 

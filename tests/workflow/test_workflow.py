@@ -42,30 +42,35 @@ def test_dry_run_of_full_config_resolves_every_target(tmp_path):
 
 def test_unknown_config_key_stops_the_run_naming_it(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("decode:\n  beamsize: 3\n", encoding="utf-8")
+    bad.write_text("papers:\n  doubly_attentive:\n    overrides:\n      decode: {beamsize: 3}\n", encoding="utf-8")
     res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
     assert res.returncode != 0
-    assert "unknown config key 'decode.beamsize'" in res.stdout + res.stderr
+    assert "decode: unknown setting key(s) ['beamsize']" in res.stdout + res.stderr
 
 
 def test_wrong_type_stops_the_run_naming_the_key(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("decode:\n  beam_size: many\n", encoding="utf-8")
+    bad.write_text("device: gpu\n", encoding="utf-8")
     res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
     assert res.returncode != 0
-    assert "decode.beam_size" in res.stdout + res.stderr
+    assert "config key 'device'" in res.stdout + res.stderr
 
 
-def test_unknown_model_key_in_override_is_refused(tmp_path):
+def test_unknown_model_key_in_override_is_refused_before_any_job_runs(tmp_path):
+    """Model configs are checked once per real run (onstart; it imports torch), not while
+    planning: a dry run plans, the real run stops before its first job."""
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "papers:\n  doubly_attentive:\n    overrides:\n      systems:\n        nmt:\n"
         "          model_config: {emb_dimm: 3}\n",
         encoding="utf-8",
     )
-    res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
+    target = "results/data/grounded/train.en"
+    res = snakemake(target, "--cores", "1", "--directory", str(tmp_path), "--configfile", str(bad))
     assert res.returncode != 0
-    assert "emb_dimm" in res.stdout + res.stderr
+    out = res.stdout + res.stderr
+    assert "system 'nmt'" in out and "emb_dimm" in out and "valid keys" in out
+    assert not (tmp_path / target).exists()
 
 
 @pytest.fixture(scope="module")

@@ -553,6 +553,13 @@ class FeatureStore:
         return f"{type(self).__name__}({self.npy}, shape={self.shape}, weights={self.meta.get('weights_desc')!r})"
 
 
+def open_features(npy: Path | None, index: Path | None) -> FeatureStore | None:
+    """The store of ``npy`` and ``index``, or None when ``npy`` is None (a text-only model)."""
+    if npy is None:
+        return None
+    return FeatureStore(Path(npy), Path(index))
+
+
 # --------------------------------------------------------------------------------------
 # Optional standardisation step
 # --------------------------------------------------------------------------------------

@@ -206,7 +206,7 @@ def _train_step(run: _Run, batch: dict, sums: dict) -> None:
         if key == "n_tokens" or not (isinstance(value, (int, float)) or (torch.is_tensor(value) and value.numel() == 1)):
             continue
         name = "train_loss" if key == "loss" else f"train_{key}"
-        sums[name] = sums.get(name, 0.0) + float(value) * n_tok
+        sums[name] = sums.get(name, 0.0) + float(value.detach() if torch.is_tensor(value) else value) * n_tok
 
 
 def _means(sums: dict) -> dict:
