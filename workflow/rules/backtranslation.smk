@@ -6,9 +6,9 @@ rule assemble_backtranslation:
     input:
         unpack(backtranslation_inputs),
     output:
-        src="results/backtranslation/{paper}/{dataset}.{pair}/synthetic.src",
-        tgt="results/backtranslation/{paper}/{dataset}.{pair}/synthetic.tgt",
-        images="results/backtranslation/{paper}/{dataset}.{pair}/images.txt",
+        src=f"{PATHS['backtranslation']}/synthetic.src",
+        tgt=f"{PATHS['backtranslation']}/synthetic.tgt",
+        images=f"{PATHS['backtranslation']}/images.txt",
     log:
         "results/logs/assemble_backtranslation/{paper}/{dataset}.{pair}.log",
     benchmark:

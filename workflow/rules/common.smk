@@ -52,13 +52,14 @@ PATHS = {
     "bpe_codes": "results/text/{paper}/{dataset}.{pair}/bpe.{side}.codes",
     "bpe_text": "results/text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}",
     "bpe_corpus": "results/text/{paper}/{dataset}.{pair}/corpus_{corpus}.{chain}.bpe.{lang}",
+    "features": "results/features/{dataset}/{feature_set}/{split}",  # + .npy, .index.parquet, .boxes.npy
     "vocab": "results/vocab/{paper}/{dataset}.{pair}.{side}.json",
     "model": "results/models/{paper}/{system}/{dataset}.{pair}.seed{seed}",
     "translation": "results/translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt",
     "score": "results/scores/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.json",
     "analysis": "results/analyses/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.json",
     "attention": "results/attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.pt",
-    "backtranslation": "results/backtranslation/{paper}/{dataset}.{pair}",
+    "backtranslation": "results/backtranslation/{paper}/{dataset}.{pair}",  # + /synthetic.src, .tgt, /images.txt
     "significance": "results/significance/{paper}/{table}.json",
     "table": "results/tables/{paper}/{table}.tsv",
     "figure": "results/figures/{paper}/{table}.{figure}",
@@ -171,7 +172,7 @@ def paper_features(paper, dataset):
 def feature_files(dataset, feature_set, split):
     """npy and index of a split's features, standardised when the config asks for it."""
     std = ".std" if feature_set_config(dataset, feature_set).get("standardize") else ""
-    stem = f"results/features/{dataset}/{feature_set}{std}/{split}"
+    stem = path("features", dataset=dataset, feature_set=f"{feature_set}{std}", split=split)
     return {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
 
 
@@ -219,9 +220,11 @@ def table_runs(paper, table):
     return runs
 
 
-def run_stem(paper, table, system, test_set, seed, condition):
+def run_file(kind, paper, table, system, test_set, seed, condition):
+    """The translation or score file of one run of a table."""
     t = config["papers"][paper]["tables"][table]
-    return f"{paper}/{system}/{t['dataset']}.{test_set}.{t['pair']}.seed{seed}.{condition}"
+    return path(kind, paper=paper, system=system, dataset=t["dataset"], split=test_set, pair=t["pair"], seed=seed,
+                condition=condition)
 
 
 def table_kind(paper, table):
@@ -238,7 +241,7 @@ def table_scores(paper, table):
                  seed=seed, analysis=t["analysis"])
             for system in t["systems"] for test_set in t["test_sets"] for seed in t["seeds"]
         ]
-    return [f"results/scores/{run_stem(paper, table, *run)}.json" for run in table_runs(paper, table)]
+    return [run_file("score", paper, table, *run) for run in table_runs(paper, table)]
 
 
 def all_tables():
@@ -444,6 +447,17 @@ def paper_imports(wildcards):
     return list(SETTINGS[wildcards.paper].imports)
 
 
+def reference_subword(wildcards):
+    """What to undo on the reference before scoring: WordPiece when the chain has the wp step
+    (the reference file then holds pieces); BPE and characters never reach reference files."""
+    return "wordpiece" if target_subword(wildcards) == "wordpiece" else "none"
+
+
+def table_reference_subword(wildcards):
+    tgt = table_config(wildcards)["pair"].split("-")[1]
+    return "wordpiece" if recipe(wildcards.paper).subword_for(tgt) == "wordpiece" else "none"
+
+
 def target_subword(wildcards):
     """The recipe's subword kind on the target side, merged back before scoring."""
     return recipe(wildcards.paper).subword_for(wildcards.pair.split("-")[1])
@@ -615,7 +629,8 @@ def train_feature_store(kind):
     def get(wildcards):
         train = dataset_config(wildcards.dataset)["train"]
         ext = "npy" if kind == "npy" else "index.parquet"
-        return f"results/features/{wildcards.dataset}/{wildcards.feature_set}/{train}.{ext}"
+        stem = path("features", dataset=wildcards.dataset, feature_set=wildcards.feature_set, split=train)
+        return f"{stem}.{ext}"
 
     return get
 
@@ -627,7 +642,7 @@ def table_config(wildcards):
 def significance_translation_map(wildcards):
     """``"system|test_set|condition|seed"`` -> translation file, for every run of the table."""
     return {
-        f"{system}|{test_set}|{condition}|{seed}": f"results/translations/{run_stem(wildcards.paper, wildcards.table, system, test_set, seed, condition)}.txt"
+        f"{system}|{test_set}|{condition}|{seed}": run_file("translation", wildcards.paper, wildcards.table, system, test_set, seed, condition)
         for system, test_set, seed, condition in table_runs(wildcards.paper, wildcards.table)
     }
 
@@ -679,11 +694,6 @@ def make_table_inputs(wildcards):
     if table_kind(wildcards.paper, wildcards.table) == "translation":
         inputs["significance"] = path("significance", paper=wildcards.paper, table=wildcards.table)
     return inputs
-
-
-def attention_inputs(wildcards):
-    """The same inputs as a translation (checkpoint, source, vocabularies, features)."""
-    return translate_inputs(wildcards)
 
 
 def analysis_inputs(wildcards):

@@ -9,6 +9,7 @@ rule score:
         PATHS["score"],
     params:
         scoring=scoring,
+        ref_subword=reference_subword,
         meteor_jar=config_path("tools", "meteor_jar"),
         meta=score_meta,
     log:

@@ -26,8 +26,8 @@ rule extract_features:
     input:
         unpack(image_inputs),
     output:
-        npy="results/features/{dataset}/{feature_set}/{split}.npy",
-        index="results/features/{dataset}/{feature_set}/{split}.index.parquet",
+        npy=f"{PATHS['features']}.npy",
+        index=f"{PATHS['features']}.index.parquet",
     wildcard_constraints:
         feature_set=feature_sets_of("grid"),
     params:
@@ -59,9 +59,9 @@ rule extract_regions:
     input:
         unpack(image_inputs),
     output:
-        npy="results/features/{dataset}/{feature_set}/{split}.npy",
-        boxes="results/features/{dataset}/{feature_set}/{split}.boxes.npy",
-        index="results/features/{dataset}/{feature_set}/{split}.index.parquet",
+        npy=f"{PATHS['features']}.npy",
+        boxes=f"{PATHS['features']}.boxes.npy",
+        index=f"{PATHS['features']}.index.parquet",
     wildcard_constraints:
         feature_set=feature_sets_of("regions"),
     params:
@@ -96,8 +96,8 @@ rule extract_video:
     input:
         video_list="results/data/{dataset}/video_splits/{split}.txt",
     output:
-        npy="results/features/{dataset}/{feature_set}/{split}.npy",
-        index="results/features/{dataset}/{feature_set}/{split}.index.parquet",
+        npy=f"{PATHS['features']}.npy",
+        index=f"{PATHS['features']}.index.parquet",
     wildcard_constraints:
         feature_set=feature_sets_of("video"),
     params:
@@ -127,8 +127,8 @@ rule import_features:
     input:
         image_list="results/data/{dataset}/image_splits/{split}.txt",
     output:
-        npy="results/features/{dataset}/{feature_set}/{split}.npy",
-        index="results/features/{dataset}/{feature_set}/{split}.index.parquet",
+        npy=f"{PATHS['features']}.npy",
+        index=f"{PATHS['features']}.index.parquet",
     wildcard_constraints:
         feature_set=feature_sets_of("pretrained"),
     params:
@@ -149,8 +149,8 @@ rule import_features:
 
 rule standardize_features:
     input:
-        npy="results/features/{dataset}/{feature_set}/{split}.npy",
-        index="results/features/{dataset}/{feature_set}/{split}.index.parquet",
+        npy=f"{PATHS['features']}.npy",
+        index=f"{PATHS['features']}.index.parquet",
         train_npy=train_feature_store("npy"),
         train_index=train_feature_store("index"),
     output:

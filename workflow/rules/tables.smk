@@ -15,6 +15,7 @@ rule test_significance:
         metrics=significance_metrics,
         n_samples=1000,
         tokenize=significance_tokenize,
+        ref_subword=table_reference_subword,
     log:
         "results/logs/test_significance/{paper}/{table}.log",
     benchmark:
@@ -68,7 +69,7 @@ rule gather_tables:
 
 rule plot_scores:
     input:
-        "results/tables/{paper}/{table}.tsv",
+        PATHS["table"],
     output:
         png=report(
             "results/figures/{paper}/{table}.scores.png",

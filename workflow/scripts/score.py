@@ -16,5 +16,6 @@ run_step(
     tokenize=scoring["tokenize"],
     bleu_compat=scoring["bleu_compat"],
     lang=scoring["meteor_lang"],
+    ref_subword=snakemake.params.ref_subword,
     meteor_jar=snakemake.params.meteor_jar,
 )

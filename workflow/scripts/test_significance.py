@@ -15,4 +15,5 @@ run_step(
     metrics=tuple(snakemake.params.metrics),
     n_samples=snakemake.params.n_samples,
     tokenize=snakemake.params.tokenize,
+    ref_subword=snakemake.params.ref_subword,
 )

@@ -326,14 +326,19 @@ def score_files(
     meteor_jar: str | os.PathLike | None = None,
     meteor_norm: bool = True,
     cider_remove_punct: bool = False,
+    ref_subword: str = "none",
 ) -> dict:
     """Score a hypothesis file against reference files and write the score JSON atomically.
 
     Writes and returns ``{"meta": meta, "scores": corpus_scores(...), "n_sentences": N}``.
     ``meta`` must carry ``paper, table, system, pair, test_set, seed, condition``. ``lang``
     defaults to the target side of ``meta["pair"]`` (``en-de`` -> ``de``); the other keyword
-    arguments go to :func:`corpus_scores`.
+    arguments go to :func:`corpus_scores`. ``ref_subword``: segmentation to undo on the
+    references first (``wordpiece`` for recipes whose chain has the ``wp`` step, so both sides
+    are scored as merged words); hypotheses arrive merged from decoding.
     """
+    from ..text.recipes import merge_subwords
+
     missing = [k for k in META_KEYS if k not in meta]
     if missing:
         raise DataError(
@@ -342,7 +347,7 @@ def score_files(
     if isinstance(refs, (str, os.PathLike)):
         refs = [refs]
     hyp_lines = read_lines(hyp)
-    ref_lines = [read_lines(r) for r in refs]
+    ref_lines = [merge_subwords(read_lines(r), ref_subword) for r in refs]
     _check_lengths(hyp_lines, ref_lines, names=[str(hyp)] + [str(r) for r in refs])
     if lang is None and "-" in str(meta.get("pair", "")):
         lang = str(meta["pair"]).split("-")[-1]

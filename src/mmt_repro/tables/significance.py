@@ -28,12 +28,16 @@ def table_significance(
     test: str = "ar",
     n_samples: int = 1000,
     tokenize: str = "none",
+    ref_subword: str = "none",
 ) -> dict[str, float]:
     """``translations`` maps ``"system|test_set|condition|seed"`` to a hypothesis file,
     ``references`` maps a test set to its reference file. ``baseline`` is one system for all,
     or a map from each system to its own baseline (e.g. the pre-trained NMT_SRC+IMG against the
     pre-trained NMT, as in Table 1 of Calixto et al.). Writes ``out_json`` with p-values keyed
-    ``"system|pair|test_set|condition|metric"`` (the keys :func:`make_table` reads)."""
+    ``"system|pair|test_set|condition|metric"`` (the keys :func:`make_table` reads).
+    ``ref_subword``: segmentation undone on the references first, as in scoring."""
+    from ..text.recipes import merge_subwords
+
     runs: dict[tuple[str, str, str], tuple[int, str]] = {}
     for key, path in translations.items():
         system, test_set, condition, seed = key.split("|")
@@ -48,7 +52,7 @@ def table_significance(
         base = runs.get((base_system, test_set, "congruent"))
         if base is None:
             continue
-        refs = [read_lines(references[test_set])]
+        refs = [merge_subwords(read_lines(references[test_set]), ref_subword)]
         base_hyp, sys_hyp = read_lines(base[1]), read_lines(path)
         for metric in metrics:
             p = paired_significance(base_hyp, sys_hyp, refs, metric=metric, test=test, n_samples=n_samples, tokenize=tokenize)
