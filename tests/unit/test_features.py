@@ -17,7 +17,9 @@ from torchvision.models.feature_extraction import create_feature_extractor
 from mmt_repro.data.grounded import generate_grounded
 from mmt_repro.features import extractors as ex_mod
 from mmt_repro.features.extractors import get_extractor
-from mmt_repro.features.store import FeatureStore, extract_features, standardize_store
+from mmt_repro.features.grid import extract_features
+from mmt_repro.features.standardize import standardize_store
+from mmt_repro.features.store import FeatureStore, open_features, write_index
 from mmt_repro.io import DataError, write_lines
 
 SIZE = 64
@@ -181,6 +183,43 @@ def test_store_round_trip(res4f, images, tmp_path):
     write_lines(tmp_path / "short.txt", names[:4])
     with pytest.raises(DataError, match="7 rows"):
         store.check_order(tmp_path / "short.txt")
+    # one-call batch read = the per-row reads; grid stores have every slot valid
+    rows = [5, 0, 5, 2]
+    x, m = store.batch(rows)
+    assert x.dtype == np.float32 and x.shape == (4, 16, 1024) and m.dtype == bool and m.shape == (4, 16)
+    np.testing.assert_array_equal(x, np.stack([store[r] for r in rows]))
+    assert m.all() and (store.masks(rows) == np.stack([store.mask(r) for r in rows])).all()
+
+
+def _grid_store(tmp_path: Path, n: int = 6, L: int = 5, D: int = 3) -> tuple[Path, Path, np.ndarray]:
+    data = np.random.default_rng(0).normal(size=(n, L, D)).astype(np.float16)
+    npy, idx = tmp_path / "g.npy", tmp_path / "g.index.parquet"
+    np.save(npy, data)
+    write_index(idx, [f"im{i}.jpg" for i in range(n)], {"kind": "grid", "shape": [n, L, D]})
+    return npy, idx, data
+
+
+@pytest.mark.parametrize("rows", [[3, 1, 4, 1, 5], [0, 1, 2], [5], [-1, 0], np.array([2, 2, 0], dtype=np.int32)])
+def test_grid_batch_matches_rows(tmp_path, rows):
+    npy, idx, data = _grid_store(tmp_path)
+    store = open_features(npy, idx)
+    x, m = store.batch(rows)
+    np.testing.assert_array_equal(x, np.stack([store[r] for r in rows]))
+    np.testing.assert_array_equal(x, data[np.asarray(rows)].astype(np.float32))
+    assert x.dtype == np.float32 and m.shape == (len(rows), 5) and m.all()
+    np.testing.assert_array_equal(store.masks(rows), np.stack([store.mask(r) for r in rows]))
+
+
+def test_batch_edge_cases(tmp_path):
+    npy, idx, _ = _grid_store(tmp_path)
+    store = FeatureStore(npy, idx)
+    x, m = store.batch([])
+    assert x.shape == (0, 5, 3) and x.dtype == np.float32 and m.shape == (0, 5) and m.dtype == bool
+    with pytest.raises(IndexError):
+        store.batch([0, 6])
+    with pytest.raises(TypeError, match="integers"):
+        store.batch([0.5])
+    assert open_features(None, None) is None
 
 
 def test_missing_and_unreadable_images_all_listed(images, tmp_path):

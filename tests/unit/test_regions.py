@@ -25,7 +25,8 @@ from mmt_repro.features.regions import (
     proposal_confidence,
     select_boxes,
 )
-from mmt_repro.features.store import FeatureStore, standardize_store
+from mmt_repro.features.standardize import standardize_store
+from mmt_repro.features.store import FeatureStore, write_index
 from mmt_repro.io import DataError, write_lines
 
 MEDIA = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "sample-media"
@@ -38,6 +39,32 @@ needs_media = pytest.mark.skipif(not all((MEDIA / n).is_file() for n in COCO),
 
 
 # -- selection and geometry, checked by hand -------------------------------------------
+
+
+def test_region_store_batch_and_masks_match_rows(tmp_path):
+    # a regions-layout store written directly: K = 5 slots, n_boxes < K for most rows
+    n_boxes = np.array([2, 5, 0, 3, 1])
+    K, D = 5, 4
+    rng = np.random.default_rng(1)
+    feats = rng.normal(size=(len(n_boxes), K, D)).astype(np.float16)
+    feats[np.arange(K)[None, :] >= n_boxes[:, None]] = 0
+    npy, boxes, index = tmp_path / "r.npy", tmp_path / "r.boxes.npy", tmp_path / "r.index.parquet"
+    np.save(npy, feats)
+    np.save(boxes, np.zeros((len(n_boxes), K, 4), dtype=np.float32))
+    names = [f"im{i}.jpg" for i in range(len(n_boxes))]
+    write_index(index, names, {"kind": "regions", "shape": [len(n_boxes), K, D]},
+                columns={"n_boxes": n_boxes, "width": np.full(5, 64), "height": np.full(5, 48)})
+    for store in (FeatureStore(npy, index), RegionStore(npy, boxes, index)):
+        for rows in ([4, 0, 2, 0, 3], [1], list(range(5))):
+            x, m = store.batch(rows)
+            assert x.dtype == np.float32 and x.shape == (len(rows), K, D)
+            assert m.dtype == bool and m.shape == (len(rows), K)
+            np.testing.assert_array_equal(x, np.stack([store[r] for r in rows]))
+            want = np.stack([store.mask(r) for r in rows])
+            np.testing.assert_array_equal(m, want)
+            np.testing.assert_array_equal(store.masks(rows), want)
+            np.testing.assert_array_equal(m.sum(axis=1), n_boxes[rows])
+        assert not store.masks([2]).any() and store.masks([1]).all()
 
 def test_select_boxes_top_k_and_confidence_range():
     conf = torch.tensor([0.1, 0.5, 0.3, 0.25, 0.05])
@@ -164,6 +191,9 @@ def test_region_store_layout_padding_and_geometry(stub, tmp_path):
     # a plain FeatureStore reads the same files and knows the valid slots
     plain = FeatureStore(npy, index)
     assert plain.lengths.tolist() == [2, 4, 3] and plain[1].shape == (4, 8)
+    x, m = store.batch([2, 0, 1, 0])
+    np.testing.assert_array_equal(x, np.stack([store[r] for r in [2, 0, 1, 0]]))
+    np.testing.assert_array_equal(m, np.stack([store.mask(r) for r in [2, 0, 1, 0]]))
     # standardising skips padding: valid slots centred, padding stays zero
     standardize_store(npy, index, tmp_path / "s.npy", tmp_path / "s.index.parquet")
     std = RegionStore(tmp_path / "s.npy", boxes, tmp_path / "s.index.parquet")

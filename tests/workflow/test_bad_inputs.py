@@ -23,7 +23,8 @@ from mmt_repro.config import ConfigError, deep_update, load_yaml, validate_confi
 from mmt_repro.data.batching import ParallelData
 from mmt_repro.data.multi30k import SPLIT_SIZES, prepare_multi30k
 from mmt_repro.decode.translate import translate
-from mmt_repro.features.store import FeatureStore, extract_features, write_index
+from mmt_repro.features.grid import extract_features
+from mmt_repro.features.store import FeatureStore, write_index
 from mmt_repro.io import DataError, read_lines
 from mmt_repro.text.vocab import Vocab
 from mmt_repro.train.trainer import train_from_files

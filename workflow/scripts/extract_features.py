@@ -1,6 +1,6 @@
 """Rule extract_features: one split's grid/pool image features into a float16 store."""
 
-from mmt_repro.features.store import extract_features
+from mmt_repro.features.grid import extract_features
 from mmt_repro.runtime import run_step
 
 run_step(

@@ -1,6 +1,6 @@
 """Rule standardize_features: z-score each feature dimension with train-split statistics."""
 
-from mmt_repro.features.store import standardize_store
+from mmt_repro.features.standardize import standardize_store
 from mmt_repro.runtime import run_step
 
 run_step(

@@ -3,7 +3,7 @@
 =====================  ================================================  ======================
 view                   writer                                            store read with
 =====================  ================================================  ======================
-ResNet-50 grid/pooled  :func:`store.extract_features` (res4f, res5c,     :class:`store.FeatureStore`
+ResNet-50 grid/pooled  :func:`grid.extract_features` (res4f, res5c,      :class:`store.FeatureStore`
                        pool5), ``import_pretrained("resnet50")``
 object regions         :func:`regions.extract_regions` (torchvision      :class:`regions.RegionStore`
                        1024-d, detectron2 2048-d), ``import_pretrained
@@ -14,5 +14,6 @@ video segments         :func:`video.extract_video_features` (I3D),       :class:
 
 All stores are float16 ``.npy`` arrays ``(N, slots, D)`` whose row ``i`` is line ``i`` of the
 split's image or video list, plus a Parquet index (names, valid slots per row, metadata);
-writing is chunked, resumable and atomic (:mod:`mmt_repro.features.store`).
+writing is chunked, resumable and atomic (:mod:`mmt_repro.features.store`); optional
+per-dimension standardisation is :mod:`mmt_repro.features.standardize`.
 """

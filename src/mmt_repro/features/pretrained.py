@@ -36,6 +36,7 @@ refused with the offending rows named.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -45,8 +46,7 @@ import numpy as np
 
 from mmt_repro.features.store import (
     ChunkedWriter,
-    _list_problems,
-    _log,
+    list_problems,
     names_digest,
     raise_for_status,
     read_item_list,
@@ -55,6 +55,8 @@ from mmt_repro.features.store import (
     write_index,
 )
 from mmt_repro.io import DataError, atomic_path
+
+_log = logging.getLogger(__name__)
 
 KINDS = ("resnet50", "butd", "vatex_i3d")
 _COCO = re.compile(r"^COCO_[A-Za-z0-9]+_0*(\d+)$")
@@ -108,7 +110,7 @@ def _find_all(src: Path, names: list[str], suffix: str, what: str) -> list[Path]
     found = [_find(src, n, suffix) for n in names]
     missing = [f"{n} (no {n}{suffix} or {Path(n).stem}{suffix})" for n, p in zip(names, found) if p is None]
     if missing:
-        raise DataError(src, _list_problems("missing pre-extracted", missing, src, what=what),
+        raise DataError(src, list_problems("missing pre-extracted", missing, src, what=what),
                         "download the complete official feature release, or remove those items from the list")
     return found  # type: ignore[return-value]
 

@@ -48,6 +48,7 @@ RoI feature) and K = ``max_boxes + 1``. :class:`RegionStore` reads the three fil
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,14 +58,12 @@ import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
+from mmt_repro.features.extractors import FrozenModel
+from mmt_repro.features.grid import check_images, load_image, resolve_device
 from mmt_repro.features.store import (
     ChunkedWriter,
     FeatureStore,
-    _check_images,
-    _list_problems,
-    _load_image,
-    _log,
-    _resolve_device,
+    list_problems,
     names_digest,
     raise_for_status,
     read_item_list,
@@ -73,8 +72,9 @@ from mmt_repro.features.store import (
     weights_fingerprint,
     write_index,
 )
-from mmt_repro.features.extractors import FrozenModel
 from mmt_repro.io import DataError, atomic_path
+
+_log = logging.getLogger(__name__)
 
 
 class MissingBackendError(DataError, ImportError):
@@ -427,7 +427,7 @@ def extract_regions(
     """Region features of every image of ``image_list`` into a region store (module docstring).
 
     ``min_boxes`` defaults to ``max_boxes`` (fixed top-K). Resumable in chunks of
-    ``chunk_size`` images like :func:`~mmt_repro.features.store.extract_features`; the same
+    ``chunk_size`` images like :func:`~mmt_repro.features.grid.extract_features`; the same
     checks (every missing/unreadable image listed, NaN/Inf or float16 overflow named).
     Returns a summary dict (n_images, shape, mean_boxes, weights_desc, seconds, images_per_s).
     """
@@ -439,8 +439,8 @@ def extract_regions(
     image_list, image_dir = Path(image_list), Path(image_dir)
     out_npy, out_boxes, out_index = Path(out_npy), Path(out_boxes), Path(out_index)
     names = read_item_list(image_list)
-    _check_images(names, image_dir)
-    dev = _resolve_device(device)
+    check_images(names, image_dir)
+    dev = resolve_device(device)
     det = get_region_backend(backend, weights, seed=seed, min_size=min_size, max_size=max_size,
                              proposals=proposals, nms_thresh=nms_thresh, config_file=config_file).to(dev)
     n, D = len(names), det.feature_dim
@@ -468,7 +468,7 @@ def extract_regions(
                 ims = []
                 for name in chunk:
                     try:
-                        ims.append(_load_image(image_dir / name))
+                        ims.append(load_image(image_dir / name))
                     except (UnidentifiedImageError, OSError, ValueError) as err:
                         unreadable.append(f"{name} (unreadable: {err})")
                 if unreadable:
@@ -489,7 +489,7 @@ def extract_regions(
                     A["size"][row] = (r.width, r.height)
                 done_now += len(chunk)
         if unreadable:
-            raise DataError(image_dir, _list_problems("unreadable", unreadable, image_dir),
+            raise DataError(image_dir, list_problems("unreadable", unreadable, image_dir),
                             "fetch or regenerate those images, or remove them from the image list")
         raise_for_status(np.asarray(A["status"]), names, out_npy, "image",
                          f"check the detector weights ({det.weights_desc}) and the images")

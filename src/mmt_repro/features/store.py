@@ -8,7 +8,8 @@ array is line ``i`` of the split's image (or video) list.
 store (writer)             arrays                           index columns
 =========================  ===============================  ===================================
 grid / pooled image        ``npy`` (N, L, D) float16        ``row``, ``image``
-(:func:`extract_features`,
+(:func:`~mmt_repro.features.
+ grid.extract_features`,
  ``import_pretrained("resnet50")``)
 regions                    ``npy`` (N, K, D) float16,       ``row``, ``image``, ``n_boxes``,
 (:func:`~mmt_repro.features.   ``boxes`` (N, K, 4) float32      ``width``, ``height``
@@ -39,9 +40,12 @@ discards them. Outputs are renamed into place only once every chunk is done and 
 NaN/Inf, nothing overflowing float16); the index is renamed last. Bad input
 (:class:`~mmt_repro.io.DataError`) removes the partial files, since re-running cannot help.
 
-:func:`standardize_store` is an optional step: per-dimension mean/std computed (in chunks)
-over a store -- the training split's -- and applied to any store with the same layout
-(padding slots excluded from the statistics and left at zero).
+:func:`~mmt_repro.features.standardize.standardize_store` is an optional step: per-dimension
+mean/std computed (in chunks) over a store -- the training split's -- and applied to any store
+with the same layout (padding slots excluded from the statistics and left at zero).
+
+Related modules: :mod:`mmt_repro.features.grid` (the ResNet-50 grid/pooled extractor and the
+image checks every image extractor shares) and :mod:`mmt_repro.features.standardize`.
 """
 
 from __future__ import annotations
@@ -58,9 +62,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from PIL import Image, UnidentifiedImageError
 
-from mmt_repro.io import DataError, atomic_path, atomic_write, read_lines
+from mmt_repro.io import DataError, atomic_write, read_lines
 
 _log = logging.getLogger(__name__)
 
@@ -73,14 +76,6 @@ LENGTH_COLUMNS = ("n_boxes", "n_segments")
 ROW_OK, ROW_NONFINITE, ROW_OVERFLOW = 0, 1, 2
 
 
-def _resolve_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 def read_item_list(path: Path, what: str = "image") -> list[str]:
     """Names (one per line, stripped) of an image or video list; empty lines and lists fail."""
     names = [line.strip() for line in read_lines(path, allow_empty_lines=False)]
@@ -89,40 +84,11 @@ def read_item_list(path: Path, what: str = "image") -> list[str]:
     return names
 
 
-_read_image_list = read_item_list
-
-
-def _list_problems(kind: str, problems: list[str], where: Path, limit: int = 50, what: str = "image") -> str:
+def list_problems(kind: str, problems: list[str], where: Path, limit: int = 50, what: str = "image") -> str:
+    """``"<n> <kind> <what>(s) under <where>:"`` and the first ``limit`` problems, one per line."""
     shown = problems[:limit]
     more = f"\n    ... and {len(problems) - limit} more" if len(problems) > limit else ""
     return f"{len(problems)} {kind} {what}(s) under {where}:\n    " + "\n    ".join(shown) + more
-
-
-def _check_images(names: list[str], image_dir: Path) -> None:
-    """Every image must exist and have a readable header; list ALL that do not."""
-    problems = []
-    for name in names:
-        path = image_dir / name
-        if not path.is_file():
-            problems.append(f"{name} (missing)")
-            continue
-        try:
-            with Image.open(path) as im:
-                im.size  # noqa: B018 -- header parsed lazily
-        except (UnidentifiedImageError, OSError) as err:
-            problems.append(f"{name} (unreadable: {err})")
-    if problems:
-        raise DataError(
-            image_dir,
-            _list_problems("missing or unreadable", problems, image_dir),
-            "fetch or regenerate those images, or remove them from the image list and the parallel text files",
-        )
-
-
-def _load_image(path: Path) -> Image.Image:
-    with Image.open(path) as im:
-        im.load()
-        return im.convert("RGB")
 
 
 def names_digest(names: list[str]) -> str:
@@ -167,6 +133,7 @@ def raise_for_status(status: np.ndarray, names: list[str], out: Path, what: str,
         + ", ".join(labels[:20]) + (" ..." if len(labels) > 20 else ""),
         fix,
     )
+
 
 
 # --------------------------------------------------------------------------------------
@@ -336,9 +303,6 @@ def write_index(path: Path, names: list[str], meta: dict, key: str = "image",
     pq.write_table(table, path)
 
 
-def _write_index(path: Path, names: list[str], meta: dict) -> None:
-    write_index(path, names, meta)
-
 
 def read_index(index: Path) -> tuple[list[str], dict[str, np.ndarray], dict, str]:
     """``(names, extra columns, meta, name column)`` of a store index."""
@@ -363,113 +327,6 @@ def read_index(index: Path) -> tuple[list[str], dict[str, np.ndarray], dict, str
     return table.column(key).to_pylist(), extra, meta, key
 
 
-def _read_index(index: Path) -> tuple[list[str], dict]:
-    names, _, meta, _ = read_index(index)
-    return names, meta
-
-
-# --------------------------------------------------------------------------------------
-# Grid / pooled image features
-# --------------------------------------------------------------------------------------
-
-
-def extract_features(
-    image_list: Path,
-    image_dir: Path,
-    out_npy: Path,
-    out_index: Path,
-    extractor: str,
-    layer: str,
-    weights: str,
-    image_size: int,
-    batch_size: int = 32,
-    seed: int = 0,
-    device: str = "auto",
-    log=_log.info,
-    missing_dir_fix: str = "set the dataset's image folder in the config",
-    chunk_size: int = 1024,
-) -> dict:
-    """Extract features of every image in ``image_list`` (one file name per line, relative to
-    ``image_dir``) into ``out_npy`` (float16, (N, L, D)) and ``out_index`` (Parquet).
-
-    Work proceeds in chunks of ``chunk_size`` images (batches of ``batch_size`` inside); an
-    interrupted run is resumed from its finished chunks (see :class:`ChunkedWriter`).
-    Returns a summary dict (n_images, shape, weights_desc, device, seconds, images_per_s,
-    resumed_chunks). Raises :class:`DataError` listing every missing/unreadable image, naming
-    the images whose features contain NaN/Inf or overflow float16, or when the extractor's
-    output does not have the declared shape.
-    """
-    import torch
-
-    from mmt_repro.features.extractors import get_extractor
-
-    if not image_dir:
-        raise DataError(image_list, "no image folder is configured for these images", missing_dir_fix)
-    image_list, image_dir = Path(image_list), Path(image_dir)
-    out_npy, out_index = Path(out_npy), Path(out_index)
-    names = read_item_list(image_list)
-    _check_images(names, image_dir)
-
-    dev = _resolve_device(device)
-    ext = get_extractor(extractor, layer, weights=weights, image_size=image_size, seed=seed)
-    ext.to(dev)
-    L, D = ext.output_shape(image_size)
-    n = len(names)
-    log(f"[features] {extractor}/{layer} weights: {ext.weights_desc}; image_size {image_size} -> ({L}, {D}) "
-        f"per image; {n} images; device {dev}")
-    fingerprint = {"extractor": extractor, "layer": layer, "weights": weights_fingerprint(weights),
-                   "weights_desc": ext.weights_desc, "image_size": int(image_size), "seed": int(seed),
-                   "names": names_digest(names), "image_dir": str(image_dir.resolve())}
-    t0 = time.perf_counter()
-    unreadable: list[str] = []
-    done_now = 0
-    with atomic_path(out_index) as tmp_index, ChunkedWriter(
-        out_npy, {"features": (out_npy, (n, L, D), "float16"), "status": (None, (n,), "uint8")},
-        chunk_size, fingerprint, log=log, tag="features",
-    ) as writer:
-        arr, status = writer.arrays["features"], writer.arrays["status"]
-        for _, a, b in writer.pending():
-            for start in range(a, b, batch_size):
-                chunk = names[start:min(b, start + batch_size)]
-                tensors = []
-                for name in chunk:
-                    try:
-                        tensors.append(ext.preprocess(_load_image(image_dir / name)))
-                    except (UnidentifiedImageError, OSError, ValueError) as err:
-                        unreadable.append(f"{name} (unreadable: {err})")
-                if unreadable:
-                    continue  # keep going only to collect every unreadable image
-                feats = ext(torch.stack(tensors)).float().cpu().numpy()
-                if feats.shape != (len(chunk), L, D):
-                    raise DataError(out_npy, f"extractor {ext!r} returned features of shape {feats.shape} for "
-                                    f"{len(chunk)} images, expected {(len(chunk), L, D)}",
-                                    "the extractor's output_shape disagrees with its output: fix the extractor")
-                status[start:start + len(chunk)] = row_status(feats)
-                arr[start:start + len(chunk)] = to_float16(feats)
-                done_now += len(chunk)
-        if unreadable:
-            raise DataError(image_dir, _list_problems("unreadable", unreadable, image_dir),
-                            "fetch or regenerate those images, or remove them from the image list")
-        raise_for_status(np.asarray(status), names, out_npy, "image",
-                         "check the weights file (weights_desc: " + ext.weights_desc + ") and the images; "
-                         "NaN from a checkpoint usually means it is corrupt or for another architecture")
-        seconds = time.perf_counter() - t0
-        meta = {
-            "kind": "grid", "extractor": extractor, "layer": layer, "weights": str(weights),
-            "weights_desc": ext.weights_desc, "image_size": int(image_size), "shape": [n, L, D], "dtype": "float16",
-            "seed": int(seed), "image_list": str(image_list), "torch_version": torch.__version__,
-        }
-        write_index(tmp_index, names, meta)
-        resumed = writer.resumed
-        writer.commit()
-    ips = done_now / max(seconds, 1e-9)
-    log(f"[features] wrote {out_npy} ({n}, {L}, {D}) float16 in {seconds:.1f}s, {ips:.1f} images/s"
-        + (f" ({resumed} chunks resumed)" if resumed else "") + f", weights: {ext.weights_desc}")
-    return {"n_images": n, "shape": (n, L, D), "weights_desc": ext.weights_desc, "device": dev,
-            "seconds": seconds, "images_per_s": ips, "resumed_chunks": resumed,
-            "npy": str(out_npy), "index": str(out_index)}
-
-
 # --------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------
@@ -482,7 +339,7 @@ class FeatureStore:
     lines, ``lengths`` the valid slots per row (``n_boxes``/``n_segments``) or ``None`` for
     grid stores, ``columns`` every extra index column, ``meta`` the metadata.
     ``store[row]`` is the padded ``(L, D)`` float32 row; :meth:`mask` says which slots hold
-    features.
+    features; :meth:`batch` (and :meth:`masks`) read many rows at once.
     """
 
     def __init__(self, npy: Path, index: Path):
@@ -530,6 +387,34 @@ class FeatureStore:
             return np.ones(L, dtype=bool)
         return np.arange(L) < self.lengths[row]
 
+    @staticmethod
+    def _row_array(rows) -> np.ndarray:
+        r = np.asarray(rows).reshape(-1)
+        if r.size == 0:
+            return r.astype(np.int64)
+        if not np.issubdtype(r.dtype, np.integer):
+            raise TypeError(f"rows must be integers, not {r.dtype}")
+        return r
+
+    def masks(self, rows) -> np.ndarray:
+        """``(len(rows), L)`` bool: :meth:`mask` of every row at once (all True for grid stores)."""
+        r = self._row_array(rows)
+        L = self.array.shape[1]
+        if self.lengths is None:
+            return np.ones((len(r), L), dtype=bool)
+        return np.arange(L)[None, :] < self.lengths[r][:, None]
+
+    def batch(self, rows) -> tuple[np.ndarray, np.ndarray]:
+        """``(B, L, D)`` float32 features and ``(B, L)`` bool masks of ``rows`` (in their order,
+        repeats allowed), read from the memory map in one call: the same values as
+        ``np.stack([store[r] for r in rows])`` and :meth:`masks`."""
+        r = self._row_array(rows)
+        uniq, inverse = np.unique(r, return_inverse=True)
+        x = self.array[uniq]  # one fancy-indexing read of sorted unique rows (float16)
+        if len(uniq) != len(r) or not np.array_equal(uniq, r):
+            x = x[inverse.reshape(-1)]
+        return np.asarray(x, dtype=np.float32), self.masks(r)
+
     def rows_for(self, images: list[str]) -> list[int]:
         missing = [name for name in images if name not in self._row_of]
         if missing:
@@ -559,135 +444,3 @@ def open_features(npy: Path | None, index: Path | None) -> FeatureStore | None:
         return None
     return FeatureStore(Path(npy), Path(index))
 
-
-# --------------------------------------------------------------------------------------
-# Optional standardisation step
-# --------------------------------------------------------------------------------------
-
-_CHUNK_BYTES = 64 * 1024 * 1024
-_STD_FLOOR = 1e-6
-
-
-def _chunks(n: int, row_bytes: int):
-    step = max(1, _CHUNK_BYTES // max(row_bytes, 1))
-    for start in range(0, n, step):
-        yield start, min(n, start + step)
-
-
-def _sibling_lengths(npy: Path) -> np.ndarray | None:
-    """Valid-slot counts from the index next to ``npy`` (``<split>.index.parquet``), if any."""
-    index = Path(npy).with_name(Path(npy).stem + ".index.parquet")
-    if not index.is_file():
-        return None
-    _, columns, _, _ = read_index(index)
-    col = next((c for c in LENGTH_COLUMNS if c in columns), None)
-    return None if col is None else columns[col].astype(np.int64)
-
-
-def feature_stats(npy: Path, lengths: np.ndarray | None = None) -> dict:
-    """Per-dimension mean/std over all N*L vectors of a (N, L, D) store, in float64 chunks;
-    with ``lengths`` only the first ``lengths[i]`` slots of row ``i`` count (padding excluded)."""
-    arr = np.load(npy, mmap_mode="r")
-    n, L, D = arr.shape
-    count = 0
-    mean = np.zeros(D, dtype=np.float64)
-    m2 = np.zeros(D, dtype=np.float64)
-    for a, b in _chunks(n, L * D * 4):
-        x = np.asarray(arr[a:b], dtype=np.float64)
-        if lengths is not None:
-            x = x[np.arange(L)[None, :] < lengths[a:b, None]]
-        x = x.reshape(-1, D)
-        c = x.shape[0]
-        if c == 0:
-            continue
-        cm = x.mean(axis=0)
-        cm2 = ((x - cm) ** 2).sum(axis=0)
-        delta = cm - mean
-        tot = count + c
-        mean = mean + delta * (c / tot)
-        m2 = m2 + cm2 + delta ** 2 * (count * c / tot)
-        count = tot
-    std = np.sqrt(m2 / max(count, 1))
-    return {"mean": mean, "std": std, "n_vectors": count}
-
-
-def standardize_store(
-    in_npy: Path,
-    in_index: Path,
-    out_npy: Path,
-    out_index: Path,
-    stats_from: Path | None = None,
-    stats_out: Path | None = None,
-) -> dict:
-    """Write ``(x - mean) / std`` per feature dimension of a store as a new float16 store.
-
-    The statistics come from ``stats_from``: an ``.npz`` written earlier through
-    ``stats_out``, or the training split's feature ``.npy`` itself (its statistics are then
-    computed on the fly, chunked, skipping padding slots when its ``<split>.index.parquet``
-    has ``n_boxes``/``n_segments``); when ``stats_from`` is ``None`` they are computed from the
-    input store (chunked; the whole array is never loaded). Computed statistics are saved to
-    ``stats_out`` when given. Dimensions with std below 1e-6 are only centred; padding slots
-    stay zero. The output index keeps the input's rows, columns and metadata, adding a
-    ``standardized`` entry (a region store's boxes file is unchanged and still applies).
-    """
-    in_npy, in_index, out_npy, out_index = map(Path, (in_npy, in_index, out_npy, out_index))
-    store = FeatureStore(in_npy, in_index)
-    n, L, D = store.shape
-    if stats_from is not None and Path(stats_from).suffix == ".npz":
-        stats_from = Path(stats_from)
-        if not stats_from.is_file():
-            raise DataError(stats_from, "standardisation statistics do not exist",
-                            "run standardize_store on the training store with stats_out first")
-        with np.load(stats_from) as z:
-            mean, std = z["mean"].astype(np.float64), z["std"].astype(np.float64)
-            n_vectors = int(z["n_vectors"])
-            src_meta = json.loads(str(z["meta"])) if "meta" in z else {}
-        source = str(stats_from)
-    else:
-        # Statistics of a feature .npy: the training store, or the input store itself.
-        source_npy = Path(stats_from) if stats_from is not None else in_npy
-        if not source_npy.is_file():
-            raise DataError(source_npy, "training feature store does not exist",
-                            "extract the training features first (or pass the .npz written through stats_out)")
-        lengths = store.lengths if source_npy == in_npy else _sibling_lengths(source_npy)
-        st = feature_stats(source_npy, lengths)
-        mean, std, n_vectors = st["mean"], st["std"], st["n_vectors"]
-        src_meta = dict(store.meta) if source_npy == in_npy else {}
-        source = str(source_npy)
-        if stats_out is not None:
-            with atomic_path(stats_out) as tmp:
-                np.savez(tmp, mean=mean, std=std, n_vectors=np.int64(n_vectors), source=np.array(source),
-                         meta=np.array(json.dumps(src_meta, sort_keys=True)))
-    if mean.shape != (D,):
-        raise DataError(source, f"statistics have {mean.shape[0]} dimensions but {in_npy} has {D}",
-                        "use statistics of the training store of the same extractor and layer")
-    for key in ("extractor", "layer", "weights_desc", "image_size", "backend"):
-        if key in src_meta and key in store.meta and src_meta[key] != store.meta[key]:
-            raise DataError(source, f"statistics were computed on {key}={src_meta[key]!r} features but "
-                            f"{in_npy} has {key}={store.meta[key]!r}",
-                            "recompute the statistics on the training store of the same features")
-    scale = np.where(std < _STD_FLOOR, 1.0, std)
-    bad_rows: list[str] = []
-    with atomic_path(out_npy) as tmp_npy, atomic_path(out_index) as tmp_index:
-        out = np.lib.format.open_memmap(tmp_npy, mode="w+", dtype=np.float16, shape=(n, L, D))
-        try:
-            for a, b in _chunks(n, L * D * 4):
-                x = (np.asarray(store.array[a:b], dtype=np.float64) - mean) / scale
-                if store.lengths is not None:
-                    x[np.arange(L)[None, :] >= store.lengths[a:b, None]] = 0.0
-                ok = np.isfinite(x).all(axis=(1, 2)) & (np.abs(x).max(axis=(1, 2)) <= FLOAT16_MAX)
-                bad_rows.extend(store.images[a + i] for i in np.flatnonzero(~ok))
-                out[a:b] = x.astype(np.float16)
-            if bad_rows:
-                raise DataError(in_npy, f"standardised features of {len(bad_rows)} {store.key}(s) are not finite or "
-                                f"overflow float16: {', '.join(bad_rows[:20])}",
-                                "check the input store and the statistics file")
-            out.flush()
-        finally:
-            del out
-        meta = dict(store.meta)
-        meta["standardized"] = {"stats_from": source, "n_vectors": int(n_vectors), "std_floor": _STD_FLOOR,
-                                "input": str(in_npy)}
-        write_index(tmp_index, store.images, meta, key=store.key, columns=store.columns)
-    return {"n_images": n, "shape": (n, L, D), "stats_from": source, "n_vectors": int(n_vectors),
-            "npy": str(out_npy), "index": str(out_index)}

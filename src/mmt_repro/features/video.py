@@ -41,6 +41,7 @@ not (``torchvision.transforms.functional_tensor`` is gone), so this module never
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import warnings
@@ -50,12 +51,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mmt_repro.features.extractors import FrozenModel
+from mmt_repro.features.grid import resolve_device
 from mmt_repro.features.store import (
     ChunkedWriter,
     FeatureStore,
-    _list_problems,
-    _log,
-    _resolve_device,
+    list_problems,
     names_digest,
     raise_for_status,
     read_item_list,
@@ -64,8 +65,9 @@ from mmt_repro.features.store import (
     weights_fingerprint,
     write_index,
 )
-from mmt_repro.features.extractors import FrozenModel
 from mmt_repro.io import DataError, atomic_path
+
+_log = logging.getLogger(__name__)
 
 KINETICS_MEAN = (0.45, 0.45, 0.45)
 KINETICS_STD = (0.225, 0.225, 0.225)
@@ -107,7 +109,7 @@ def check_videos(names: list[str], video_dir: Path) -> dict[str, Path]:
             continue
         found[name] = path
     if problems:
-        raise DataError(video_dir, _list_problems("missing or unreadable", problems, video_dir, what="video"),
+        raise DataError(video_dir, list_problems("missing or unreadable", problems, video_dir, what="video"),
                         "fetch those videos again, or remove them from the video list and the parallel text files")
     return found
 
@@ -285,7 +287,7 @@ def extract_video_features(
     out_npy, out_index = Path(out_npy), Path(out_index)
     names = read_item_list(video_list, "video")
     paths = check_videos(names, video_dir)
-    dev = _resolve_device(device)
+    dev = resolve_device(device)
     ext = I3DExtractor(weights, seed=seed, crop_size=crop_size, short_side=short_side).to(dev)
     n, (S, D) = len(names), ext.output_shape(n_segments)
     T = int(frames_per_segment)
@@ -330,7 +332,7 @@ def extract_video_features(
                 clips_now += valid
                 videos_now += 1
         if undecodable:
-            raise DataError(video_dir, _list_problems("undecodable", undecodable, video_dir, what="video"),
+            raise DataError(video_dir, list_problems("undecodable", undecodable, video_dir, what="video"),
                             "fetch those videos again, or remove them from the video list")
         raise_for_status(np.asarray(A["status"]), names, out_npy, "video",
                          f"check the I3D weights ({ext.weights_desc}) and the videos")
