@@ -144,4 +144,3 @@ def standardize_store(
         write_index(tmp_index, store.images, meta, key=store.key, columns=store.columns)
     return {"n_images": n, "shape": (n, L, D), "stats_from": source, "n_vectors": int(n_vectors),
             "npy": str(out_npy), "index": str(out_index)}
-

@@ -443,4 +443,3 @@ def open_features(npy: Path | None, index: Path | None) -> FeatureStore | None:
     if npy is None:
         return None
     return FeatureStore(Path(npy), Path(index))
-
