@@ -2,9 +2,8 @@
 
 ``config/config.yaml`` (full run) and ``config/smoke.yaml`` (merged on top of it by Snakemake's
 ``--configfile``) are checked against ``config/schema.yaml`` on every run; an unknown key or a
-value of the wrong type stops the run with a message naming the key. The hyperparameters of each
-system live in ``config/papers/<paper>.yaml``; :func:`paper_systems` merges a config's
-``overrides`` into them and validates every model and training key against the dataclasses.
+value of the wrong type stops the run with a message naming the key. Each paper's settings live
+in ``config/papers/<paper>.yaml`` and are read and checked by :mod:`mmt_repro.settings`.
 """
 
 from __future__ import annotations
@@ -75,36 +74,3 @@ def load_yaml(path: str | Path) -> dict:
     if not isinstance(data, dict):
         raise DataError(path, "must hold a mapping at the top level", "see config/papers/doubly_attentive.yaml")
     return data
-
-
-def paper_settings(paper_file: str | Path, overrides: dict | None = None) -> dict[str, Any]:
-    """Load ``config/papers/<paper>.yaml``, apply ``overrides`` and validate every system's
-    ``model_config`` and ``train`` blocks against the model's and the trainer's dataclasses.
-
-    The file has ``recipe`` (text preprocessing) and ``systems`` (``<name>: {model,
-    model_config, train}``) blocks; ``overrides`` has the same shape."""
-    from .models import make_config  # local: keeps `import mmt_repro.config` light
-    from .train.trainer import make_train_config
-
-    paper_file = Path(paper_file)
-    settings = deep_update(load_yaml(paper_file), overrides or {})
-    unknown = sorted(set(settings) - {"recipe", "systems", "description"})
-    if unknown:
-        raise ConfigError(f"{paper_file}: unknown top-level key(s) {unknown}; valid: description, recipe, systems")
-    systems = settings.get("systems") or {}
-    for name in (overrides or {}).get("systems", {}):
-        if name not in load_yaml(paper_file).get("systems", {}):
-            raise ConfigError(f"override for unknown system '{name}'; systems in {paper_file}: {', '.join(sorted(load_yaml(paper_file).get('systems', {})))}")
-    for name, block in systems.items():
-        valid = {"model", "model_config", "train", "description", "corpus", "init_from"}
-        bad = sorted(set(block) - valid)
-        if bad:
-            raise ConfigError(f"{paper_file}: system '{name}' has unknown key(s) {bad}; valid: {', '.join(sorted(valid))}")
-        if block.get("init_from") and block["init_from"] not in systems:
-            raise ConfigError(f"{paper_file}: system '{name}' is initialised from unknown system '{block['init_from']}'")
-        try:
-            make_config(block["model"], block.get("model_config"))
-            make_train_config(block.get("train"))
-        except (KeyError, ValueError) as err:
-            raise ConfigError(f"{paper_file}: system '{name}': {err}") from err
-    return settings

@@ -13,7 +13,8 @@ A paper file has these blocks; each is checked here, with unknown keys named:
                     language, the shuffled-image seed
 ``backtranslation`` :class:`BacktranslationSettings`, only for papers that back-translate
 ``systems``         ``<name>:`` :class:`SystemSettings` (model key, visual input, model and
-                    training configs, corpus, init_from, declared resources, decode)
+                    training configs (:class:`TrainConfig`), corpus, init_from, declared
+                    resources, decode)
 ==================  =========================================================================
 
 Planning (the Snakefile) reads these without importing torch: it needs the visual input of a
@@ -33,9 +34,57 @@ from typing import Any
 
 from .config import ConfigError, deep_update, load_yaml
 from .text.recipes import Recipe
-from .train.config import make_dataclass_config, make_train_config
 
 VISUAL_KINDS = ("none", "grid", "regions", "video")
+
+
+@dataclass
+class TrainConfig:
+    """Training hyperparameters (shared by every model)."""
+
+    optimizer: str = "adadelta"  # adadelta | adam
+    lr: float = 1.0  # learning rate (ADADELTA's conventional 1.0)
+    weight_decay: float = 0.0  # L2 penalty passed to the optimiser
+    batch_size: int = 80  # sentences per batch, or target tokens when batch_by_tokens
+    batch_by_tokens: bool = False  # batch_size counts target tokens instead of sentences
+    max_len: int = 80  # drop training pairs with more tokens than this on either side
+    max_epochs: int = 100  # hard limit on epochs
+    max_steps: int = 0  # hard limit on updates (0: none)
+    time_budget_min: float = 0.0  # stop after this many minutes of training (0: none)
+    patience: int = 20  # early stopping: epochs without a better validation BLEU
+    clip_norm: float = 1.0  # gradient norm clipping (0: off)
+    lr_schedule: str = "constant"  # constant | plateau (halve lr when val BLEU stalls)
+    lr_patience: int = 2  # plateau schedule: epochs without improvement before halving
+    val_beam: int = 1  # beam size for validation decoding (1: greedy)
+    val_max_len: int = 80  # maximum length of validation translations
+    val_batch_size: int = 64  # sentences per validation batch
+    seed: int = 1  # seeds dropout, initialisation and batch order
+    amp: bool = False  # bfloat16 autocast on a GPU (ignored on CPU)
+    log_every: int = 50  # log progress every this many updates
+    checkpoint_every: int = 0  # also save the last checkpoint every this many updates (0: per epoch)
+
+    def __post_init__(self):
+        if self.optimizer not in ("adadelta", "adam"):
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; valid: adadelta, adam")
+        if self.lr_schedule not in ("constant", "plateau"):
+            raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; valid: constant, plateau")
+
+
+def make_dataclass_config(cls, values: dict | None, what: str):
+    """``cls(**values)`` after rejecting unknown keys with the list of valid ones."""
+    values = dict(values or {})
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ValueError(f"unknown {what} key(s) {unknown}; valid keys: {', '.join(sorted(fields))}")
+    return cls(**values)
+
+
+def make_train_config(values: dict | None) -> TrainConfig:
+    return make_dataclass_config(TrainConfig, values, "training config")
+
+
+
 METRICS = ("bleu", "meteor", "chrf3", "ter", "cider")
 BLEU_TOKENIZERS = ("none", "13a", "intl", "zh", "char")
 

@@ -37,9 +37,8 @@ from ..features.store import open_features
 from ..io import DataError, atomic_path, atomic_write, read_lines
 from ..metrics.mt import corpus_scores
 from ..models import Vocabs, build_model
-from ..settings import DecodeSettings, import_model_modules
+from ..settings import DecodeSettings, TrainConfig, import_model_modules, make_train_config
 from ..text.vocab import Vocab
-from .config import TrainConfig, make_train_config
 
 log = logging.getLogger(__name__)
 
