@@ -16,7 +16,7 @@ import time
 import torch
 
 from mmt_repro.decode.search import beam_search, greedy
-from mmt_repro.models import build_model
+from mmt_repro.models import Vocabs, build_model
 
 SRC_VOCAB, TGT_VOCAB = 83093, 91141
 
@@ -32,7 +32,7 @@ def batch(bsz: int, src_vocab: int, tgt_vocab: int, with_image: bool, device, ge
         tgt[i, tgt_len[i]] = 2
     tgt_in = torch.cat([torch.ones(bsz, 1, dtype=torch.long), tgt[:, :-1]], 1) * (tgt != 0)
     tgt_in[:, 0] = 1
-    out = {"src": src, "src_len": src_len, "tgt_in": tgt_in, "tgt_out": tgt,
+    out = {"src": src, "src_len": src_len, "tgt_in": tgt_in, "tgt_out": tgt, "ids": torch.arange(bsz),
            "img": torch.randn(bsz, 196, 1024, generator=gen) if with_image else None}
     return {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
 
@@ -58,7 +58,7 @@ def main() -> None:
     rows = []
     for name, bsz in (("doubly_attentive.nmt", 80), ("doubly_attentive.nmt_src_img", 40)):
         torch.manual_seed(0)
-        model = build_model(name, {}, sv, tv).to(device)
+        model = build_model(name, {}, Vocabs.sizes(sv, tv)).to(device)
         n_params = sum(p.numel() for p in model.parameters())
         opt = torch.optim.Adadelta(model.parameters(), lr=1.0, rho=0.95, eps=1e-6)
         with_image = "img" in name

@@ -42,11 +42,11 @@ papers:
       systems:
         nmt: {train: {max_epochs: 2, log_every: 2, checkpoint_every: 2}}
         nmt_src_img: {train: {max_epochs: 2, log_every: 2, checkpoint_every: 2}}
+      scoring:
+        metrics: [bleu, chrf3, ter]
     tables:
       table1: {enabled: false}
       figure2: {enabled: false}
-scoring:
-  metrics: [bleu, chrf3, ter]
 """
 
 

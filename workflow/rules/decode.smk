@@ -1,4 +1,4 @@
-# Decoding: each paper's decode block (greedy, beam, nearest-neighbour or the model's own
+# Translation of the test sets: each paper's decode block (greedy, beam, nearest-neighbour or the model's own
 # search) with every trained model, with congruent or shuffled images.
 
 
