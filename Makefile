@@ -34,7 +34,7 @@ lint: $(STAMP)
 	$(BIN)/snakemake --lint --configfile config/smoke.yaml
 
 dryrun: $(STAMP)
-	$(BIN)/snakemake -n --quiet rules results/tables/all.tsv
+	$(BIN)/snakemake results/tables/all.tsv -n --quiet rules
 
 clean-results:
 	rm -rf results .snakemake

@@ -196,3 +196,18 @@ def test_bad_arguments(tmp_path):
         generate_grounded(tmp_path, {"train": 2}, seed=0, langs=("en", "xx"))
     with pytest.raises(DataError, match="no splits"):
         generate_grounded(tmp_path, {}, seed=0)
+
+
+def test_check_config_splits_from_sizes_langs_from_config():
+    from mmt_repro.config import ConfigError
+    from mmt_repro.data.grounded import check_config
+
+    cfg = {"source": "grounded", "sizes": {"train": 10, "val": 2, "test": 2, "test_extra": 3}, "train": "train", "val": "val"}
+    assert check_config("g", cfg) == {"splits": ["train", "val", "test", "test_extra"], "langs": ["en", "de", "fr"]}
+    assert check_config("g", {**cfg, "langs": ["en", "fr"]})["langs"] == ["en", "fr"]
+    with pytest.raises(ConfigError, match=r"^datasets\.g\.langs: unsupported language\(s\) xx for the grounded "
+                                          r"generator; valid values: en, de, fr$"):
+        check_config("g", {**cfg, "langs": ["en", "xx"]})
+    with pytest.raises(ConfigError, match=r"^datasets\.g\.val: 'dev' is not a split of datasets\.g\.sizes; "
+                                          r"valid values: train, val, test, test_extra$"):
+        check_config("g", {**cfg, "val": "dev"})

@@ -9,13 +9,19 @@ from pathlib import Path
 
 import pytest
 
+import yaml
+
+from mmt_repro.config import ConfigError
 from mmt_repro.data.fetch import fetch_input_file
+from mmt_repro.data.manifest import load_manifest
 from mmt_repro.data.multi30k import (
     SPLIT_SIZES,
+    check_config,
     check_parallel,
     prepare_multi30k,
     prepare_multi30k_comparable,
     prepare_multi30k_image_list,
+    release,
 )
 from mmt_repro.io import DataError, read_lines
 
@@ -59,19 +65,124 @@ def test_fetch_and_prepare_from_shared_mirror_gives_published_counts(mirror, tmp
 
 
 def test_published_sizes():
+    """The split sizes are read from config/manifest.yaml (`lines`), not written in code."""
     assert SPLIT_SIZES == {"train": 29000, "val": 1014, "test_2016_flickr": 1000, "test_2017_flickr": 1000,
                            "test_2017_mscoco": 461}
 
 
+def test_release_is_what_the_manifest_declares():
+    rel = release()
+    assert rel.splits == ["test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "train", "val"]
+    assert rel.langs == ["cs", "de", "en", "fr"]
+    assert sorted(rel.text["test_2017_mscoco"]) == ["de", "en", "fr"]  # Czech only for the 2016-era splits
+    assert rel.size("test_2017_mscoco") == 461 and rel.image_lists["val"] == 1014
+
+
 def test_unknown_split_or_language_lists_valid_ones(tmp_path):
-    with pytest.raises(DataError, match="valid splits: train, val"):
+    with pytest.raises(DataError, match="valid splits: test_2016_flickr, test_2017_flickr, test_2017_mscoco, train, val"):
         prepare_multi30k(tmp_path / "x.gz", "test_2099", "en", tmp_path / "x")
-    with pytest.raises(DataError, match="valid languages: en, de, fr, cs"):
+    with pytest.raises(DataError, match="valid languages: cs, de, en, fr"):
         prepare_multi30k(tmp_path / "x.gz", "val", "xx", tmp_path / "x")
-    with pytest.raises(DataError, match="valid languages: en, de, fr$|valid languages: en, de, fr\\n"):
+    with pytest.raises(DataError, match="valid languages: de, en, fr\n"):
         prepare_multi30k(tmp_path / "x.gz", "test_2017_mscoco", "cs", tmp_path / "x")
     with pytest.raises(DataError, match="valid splits"):
         prepare_multi30k_image_list(tmp_path / "x.txt", "dev", tmp_path / "x")
+
+
+# --- splits and languages from the config, checked against the manifest -------------------------
+
+FULL = {"source": "multi30k", "splits": ["train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco"],
+        "langs": ["en", "de", "fr"], "train": "train", "val": "val"}
+
+
+def test_check_config_returns_the_configured_splits_and_languages():
+    assert check_config("multi30k", FULL) == {"splits": FULL["splits"], "langs": ["en", "de", "fr"]}
+    # without `langs`: the languages released for every configured split
+    assert check_config("m", {**FULL, "langs": None})["langs"] == ["de", "en", "fr"]
+    assert check_config("m", {**FULL, "splits": ["train", "val"], "langs": None})["langs"] == ["cs", "de", "en", "fr"]
+
+
+def test_check_config_unknown_split_names_the_key_and_the_valid_values():
+    with pytest.raises(ConfigError) as info:
+        check_config("multi30k", {**FULL, "splits": ["train", "val", "test_2099"]})
+    msg = str(info.value)
+    assert msg.startswith("datasets.multi30k.splits: unknown Multi30k split(s) test_2099; valid values")
+    assert "test_2016_flickr, test_2017_flickr, test_2017_mscoco, train, val" in msg and "inputs.manifest_extra" in msg
+
+
+def test_check_config_unknown_language_names_the_key_and_the_valid_values():
+    with pytest.raises(ConfigError, match=r"^datasets\.multi30k\.langs: unknown Multi30k language 'xx'; "
+                                          r"valid values for the configured splits: de, en, fr"):
+        check_config("multi30k", {**FULL, "langs": ["en", "xx"]})
+    # Czech exists, but not for the 2017 test sets: a dataset of its own is the fix
+    with pytest.raises(ConfigError) as info:
+        check_config("multi30k", {**FULL, "langs": ["en", "cs"]})
+    msg = str(info.value)
+    assert "datasets.multi30k.langs: language 'cs' is not released for split(s) test_2017_flickr, test_2017_mscoco" in msg
+    assert "valid values for the configured splits: de, en, fr" in msg and "test_2016_flickr, train, val" in msg
+    assert check_config("multi30k_cs", {**FULL, "splits": ["train", "val", "test_2016_flickr"], "langs": ["en", "cs"]})
+
+
+def test_check_config_train_and_val_must_be_configured_splits():
+    with pytest.raises(ConfigError, match=r"datasets\.multi30k\.val: 'dev' is not one of datasets\.multi30k\.splits"):
+        check_config("multi30k", {**FULL, "val": "dev"})
+
+
+def _extra_manifest(tmp_path: Path, files: dict) -> Path:
+    path = tmp_path / "extra.yaml"
+    path.write_text(yaml.safe_dump({"inputs": {"multi30k_task1": {"files": files}}}), encoding="utf-8")
+    return path
+
+
+def test_a_test_set_declared_in_an_extra_manifest(tmp_path):
+    """A made-up test set: its files in an extra manifest (config inputs.manifest_extra), its name
+    in the config; prepared and checked against the declared line counts, no code involved."""
+    extra = _extra_manifest(tmp_path, {
+        **{f"raw/test_2018_made_up.{lang}.gz": {"sha256": None, "lines": 3} for lang in ("en", "de", "fr")},
+        "image_splits/test_2018_made_up.txt": {"sha256": None, "lines": 3},
+    })
+    manifest = load_manifest(config={"inputs": {"manifest_extra": [str(extra)]}})
+    assert "raw/train.en.gz" in manifest.input("multi30k_task1").files  # merged, not replaced
+    assert manifest.input("multi30k_task1").file("raw/test_2018_made_up.en.gz").urls[0].endswith(
+        "/data/task1/raw/test_2018_made_up.en.gz")
+    layout = check_config("multi30k", {**FULL, "splits": [*FULL["splits"], "test_2018_made_up"]}, manifest)
+    assert layout["splits"][-1] == "test_2018_made_up"
+    src = _gz_file(tmp_path / "t.en.gz", ["a dog .", "a cat .", "two birds ."])
+    out = prepare_multi30k(src, "test_2018_made_up", "en", tmp_path / "out.en", manifest_extra=[extra])
+    assert read_lines(out) == ["a dog .", "a cat .", "two birds ."]
+    short = _gz_file(tmp_path / "s.de.gz", ["ein hund ."])
+    with pytest.raises(DataError, match="expected 3, got 1"):
+        prepare_multi30k(short, "test_2018_made_up", "de", tmp_path / "out.de", manifest=manifest)
+    with pytest.raises(DataError, match="unknown Multi30k split 'test_2018_made_up'"):  # not without the extra manifest
+        prepare_multi30k(src, "test_2018_made_up", "en", tmp_path / "x.en")
+
+
+def test_inconsistent_line_counts_and_missing_image_list_are_refused(tmp_path):
+    extra = _extra_manifest(tmp_path, {"raw/odd.en.gz": {"sha256": None, "lines": 3},
+                                       "raw/odd.de.gz": {"sha256": None, "lines": 4}})
+    manifest = load_manifest(extra=[extra])
+    with pytest.raises(ConfigError, match=r"datasets\.multi30k\.splits: split\(s\) odd have text but no image list"):
+        check_config("multi30k", {**FULL, "splits": ["train", "val", "odd"], "langs": ["en", "de"]}, manifest)
+    extra = _extra_manifest(tmp_path, {"raw/odd.en.gz": {"sha256": None, "lines": 3},
+                                       "raw/odd.de.gz": {"sha256": None, "lines": 4},
+                                       "image_splits/odd.txt": {"sha256": None, "lines": 3}})
+    with pytest.raises(DataError, match="declare different line counts"):
+        check_config("multi30k", {**FULL, "splits": ["train", "val", "odd"], "langs": ["en", "de"]},
+                     load_manifest(extra=[extra]))
+
+
+def test_extra_manifest_errors_name_the_file_or_key(tmp_path):
+    with pytest.raises(DataError, match="inputs.manifest_extra"):
+        load_manifest(config={"inputs": {"manifest_extra": [str(tmp_path / "nope.yaml")]}})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("inputs:\n  multi30k_task1:\n    files: {raw/x.en.gz: {lines: -1}}\n", encoding="utf-8")
+    with pytest.raises(DataError, match="invalid manifest") as info:
+        load_manifest(extra=[bad])
+    assert str(bad) in str(info.value)
+    new_input = tmp_path / "new.yaml"
+    new_input.write_text("inputs:\n  my_corpus:\n    files: {a.txt: {lines: 1}}\n", encoding="utf-8")
+    with pytest.raises(DataError, match="my_corpus: 'title' is a required property"):
+        load_manifest(extra=[new_input])
 
 
 def test_truncated_gzip_names_file(tmp_path):

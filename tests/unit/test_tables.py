@@ -214,3 +214,26 @@ def test_published_calixto_table1_consistent_with_printed_differences():
     # "vs. best PBSMT" with WMT pre-training takes the best PBSMT per metric
     best = {m: (min if m == "ter" else max)(v[("pbsmt_concat_wmt", m)], v[("pbsmt_lm_wmt", m)]) for m in metrics}
     assert [round(v[("nmt_src_img_wmt", m)] - best[m], 1) for m in metrics] == [6.4, 2.7, -5.4, 2.3, 3.3, 2.2]
+
+
+def test_degenerate_output_counts_and_warns_above_five_percent():
+    from mmt_repro.metrics.mt import DEGENERATE_SHARE, degenerate_output
+
+    hyps = ["ein hund", "", "zwei kinder", "", *["ein mann"] * 16]  # 2 of 20 empty = 10 %
+    got = degenerate_output(hyps, {"cut_at_max_len": 1, "max_len": 80})  # 1 of 20 cut = 5 %: not above
+    assert DEGENERATE_SHARE == 0.05
+    assert got == {"n": 20, "empty": 2, "cut_at_max_len": 1, "warning": "10.0% of hypotheses are empty"}
+    got = degenerate_output(["a"] * 10, {"cut_at_max_len": 4, "max_len": 80})
+    assert got["warning"] == "40.0% of hypotheses reached max_len=80 without <eos>"
+    assert degenerate_output(["a"] * 10, {"cut_at_max_len": 0})["warning"] == ""
+
+
+def test_degenerate_seeds_are_named_in_the_row_note(tmp_path, published):
+    paths = [_score_json(tmp_path, "nmt", seed, {"bleu": b}) for seed, b in ((1, 30.0), (2, 32.0))]
+    data = json.loads(paths[1].read_text())
+    data["degenerate"] = {"n": 1000, "empty": 0, "cut_at_max_len": 310, "warning": "31.0% of hypotheses reached max_len=80 without <eos>"}
+    paths[1].write_text(json.dumps(data), encoding="utf-8")
+    df = make_table(paths, "toy", "t1", published, tmp_path / "t.tsv", note="scaled down")
+    row = df[(df.system == "nmt") & (df.metric == "bleu")].iloc[0]
+    assert row["ours"] == 31.0
+    assert row["note"] == "scaled down; seed 2: 31.0% of hypotheses reached max_len=80 without <eos>"

@@ -16,7 +16,6 @@ from mmt_repro.settings import as_plain, load_paper
 from mmt_repro.text.wordpiece import WORDPIECE_VOCAB_INPUT
 
 REPO = Path(workflow.basedir)
-LANGS = ["en", "de", "fr"]
 PUBLISHED = str(REPO / "config" / "published_results.tsv")  # the papers' numbers
 
 
@@ -56,6 +55,7 @@ PATHS = {
     "vocab": "results/vocab/{paper}/{dataset}.{pair}.{side}.json",
     "model": "results/models/{paper}/{system}/{dataset}.{pair}.seed{seed}",
     "translation": "results/translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt",
+    "decode_stats": "results/translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.stats.json",
     "score": "results/scores/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.json",
     "analysis": "results/analyses/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.json",
     "attention": "results/attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.pt",
@@ -82,13 +82,22 @@ def onstart_check_models(log=None):
         sys.exit(f"mmt-repro: {err}")
 
 
-MANIFEST = load_manifest(REPO / "config" / "manifest.yaml")
+# config/manifest.yaml plus the extra manifests the config lists (`inputs.manifest_extra`).
+MANIFEST = load_manifest(REPO / "config" / "manifest.yaml", config=config)
 MANIFEST_INPUTS = "|".join(sorted(MANIFEST, key=len, reverse=True))
 WMT15_ARCHIVES = list(WMT15_ARCHIVE_NAMES)
 # Datasets made by mmt_repro.data.prepare (one generated rule each, see data.smk).
 PREPARED_CORPORA = [name for name, ds in config["datasets"].items() if ds["source"] in CORPUS_SOURCES]
-GROUNDED_SPLITS = ["train", "val", "test"]
-MULTI30K_SPLITS = "train|val|test_2016_flickr|test_2017_flickr|test_2017_mscoco"
+# Splits and languages of the Multi30k and grounded datasets: data, not code. The config declares
+# them (datasets.<name>.splits/langs; grounded: the keys of `sizes`), the manifest declares the
+# released Multi30k files; an unknown split or language stops planning naming the key and the
+# valid values (mmt_repro.data.layout). {dataset: {"splits": [...], "langs": [...]}}
+try:
+    from mmt_repro.data.layout import dataset_layout
+
+    DATASET_LAYOUT = dataset_layout(config, MANIFEST)
+except (ConfigError, DataError) as err:
+    sys.exit(f"mmt-repro: {err}")
 # Comparable descriptions generated per grounded training image: as many as any paper
 # back-translates (Multi30k task 2 has 5 per image).
 COMPARABLE_PER_IMAGE = max([s.backtranslation.descriptions for s in SETTINGS.values() if s.backtranslation] or [1])
@@ -97,7 +106,7 @@ COMPARABLE_PER_IMAGE = max([s.backtranslation.descriptions for s in SETTINGS.val
 def datasets_of(source):
     """A wildcard pattern matching the configured datasets of one source."""
     names = [name for name, cfg in config["datasets"].items() if cfg["source"] == source]
-    return "|".join(names) if names else "(?!)"
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
 
 
 def dataset_value(key):
@@ -139,8 +148,18 @@ def dataset_config(dataset):
 
 
 def dataset_splits(dataset):
+    """The configured splits of a dataset (Multi30k and grounded: checked at planning)."""
+    if dataset in DATASET_LAYOUT:
+        return list(DATASET_LAYOUT[dataset]["splits"])
     cfg = dataset_config(dataset)
-    return list(cfg["sizes"]) if cfg["source"] == "grounded" else list(cfg["splits"])
+    return list(cfg.get("splits") or cfg.get("sets") or [])
+
+
+def dataset_langs(dataset):
+    """The configured languages of a Multi30k or grounded dataset (checked at planning)."""
+    if dataset not in DATASET_LAYOUT:
+        raise ValueError(f"dataset {dataset!r} has no planned languages; planned: {', '.join(DATASET_LAYOUT)}")
+    return list(DATASET_LAYOUT[dataset]["langs"])
 
 
 def recipe(paper):
@@ -290,12 +309,12 @@ def corpus_text_files(ds):
     cfg = dataset_config(ds)
     if cfg["source"] in CORPUS_SOURCES:
         names = text_outputs(ds, cfg, MANIFEST)
-    elif cfg["source"] == "grounded":
-        names = [f"{s}.{lang}" for s in GROUNDED_SPLITS for lang in LANGS]
+    elif ds in DATASET_LAYOUT:  # Multi30k and grounded: the configured splits x languages
+        names = [f"{s}.{lang}" for s in dataset_splits(ds) for lang in dataset_langs(ds)]
     elif cfg["source"] == "wmt15":
         names = ["train.en", "train.de"]
     else:
-        names = [f"{s}.{lang}" for s in cfg["splits"] for lang in cfg.get("langs", LANGS)]
+        names = [f"{s}.{lang}" for s in cfg.get("splits", []) for lang in cfg.get("langs", [])]
     files = {"|".join(name.rsplit(".", 1)): f"results/data/{ds}/{name}" for name in names}
     if not files and cfg["source"] in CORPUS_SOURCES:  # an image split without captions: count images
         for out in corpus_plan_of(ds)[1]:
@@ -752,3 +771,24 @@ def attention_dump_for_figure(wildcards):
 
 def figure_sentence(wildcards):
     return figure_block(wildcards).get("sentence", 0)
+
+
+def multi30k_file(kind):
+    """The fetched task 1 file (resources/<input>/...) of the wildcards' split (and language)."""
+    from mmt_repro.data import multi30k
+
+    def get(wildcards):
+        ds, split = wildcards.dataset, wildcards.split
+        key = f"datasets.{ds}"
+        if split not in dataset_splits(ds):
+            raise ConfigError(f"{key}.splits: split {split!r} is not configured; valid values: "
+                              f"{', '.join(dataset_splits(ds))} (add it there, and its files to the manifest)")
+        inp = dataset_config(ds).get("input") or multi30k.TASK1_INPUT
+        if kind == "image_list":
+            return f"resources/{inp}/{multi30k.image_list_file(split)}"
+        if wildcards.lang not in dataset_langs(ds):
+            raise ConfigError(f"{key}.langs: language {wildcards.lang!r} is not configured; valid values: "
+                              f"{', '.join(dataset_langs(ds))}")
+        return f"resources/{inp}/{multi30k.text_file(split, wildcards.lang)}"
+
+    return get

@@ -3,27 +3,38 @@
 # results/data/; the grounded sets are generated from a seed.
 
 
-rule generate_grounded:
-    output:
-        text=expand("results/data/{{dataset}}/{split}.{lang}", split=GROUNDED_SPLITS, lang=LANGS),
-        image_lists=expand("results/data/{{dataset}}/image_splits/{split}.txt", split=GROUNDED_SPLITS),
-        labels=expand("results/data/{{dataset}}/labels/{split}.tsv", split=GROUNDED_SPLITS),
-        images=directory("results/data/{dataset}/images"),
-    wildcard_constraints:
-        dataset=datasets_of("grounded"),
-    params:
-        sizes=dataset_value("sizes"),
-        seed=dataset_value("generator_seed"),
-        image_size=dataset_value("image_size"),
-        langs=LANGS,
-    log:
-        "results/logs/generate_grounded/{dataset}.log",
-    benchmark:
-        "results/benchmarks/generate_grounded/{dataset}.tsv"
-    conda:
-        "../../envs/torch.yaml"
-    script:
-        "../scripts/generate_grounded.py"
+# One rule per layout (splits = keys of `sizes`, languages = `langs`) of the grounded datasets,
+# since a rule's outputs cannot depend on its wildcards; the first is `generate_grounded`.
+GROUNDED_LAYOUTS = {}
+for _name, _layout in DATASET_LAYOUT.items():
+    if dataset_config(_name)["source"] == "grounded":
+        GROUNDED_LAYOUTS.setdefault((tuple(_layout["splits"]), tuple(_layout["langs"])), []).append(_name)
+
+for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
+
+    rule:
+        name:
+            "generate_grounded" if _k == 0 else f"generate_grounded_{_names[0]}"
+        output:
+            text=expand("results/data/{{dataset}}/{split}.{lang}", split=_splits, lang=_langs),
+            image_lists=expand("results/data/{{dataset}}/image_splits/{split}.txt", split=_splits),
+            labels=expand("results/data/{{dataset}}/labels/{split}.tsv", split=_splits),
+            images=directory("results/data/{dataset}/images"),
+        wildcard_constraints:
+            dataset="|".join(re.escape(n) for n in _names),
+        params:
+            sizes=dataset_value("sizes"),
+            seed=dataset_value("generator_seed"),
+            image_size=dataset_value("image_size"),
+            langs=list(_langs),
+        log:
+            "results/logs/generate_grounded/{dataset}.log",
+        benchmark:
+            "results/benchmarks/generate_grounded/{dataset}.tsv"
+        conda:
+            "../../envs/torch.yaml"
+        script:
+            "../scripts/generate_grounded.py"
 
 
 rule generate_comparable:
@@ -74,17 +85,25 @@ rule fetch_input:
         "../scripts/fetch_input.py"
 
 
+# Multi30k task 1: any split and language that datasets.<name>.splits/langs configure (checked
+# against the manifest at planning, mmt_repro.data.multi30k.check_config); the comparable
+# descriptions (train_c<k>, below) have their own rules. A split or language outside the config
+# stops planning with the key and the valid values, not with a missing-input error.
+MULTI30K_SPLIT = r"(?!train_c[0-9]+\.)[a-z0-9_]+"
+
+
 rule prepare_multi30k:
     input:
-        "resources/multi30k_task1/raw/{split}.{lang}.gz",
+        multi30k_file("text"),
     output:
-        "results/data/multi30k/{split}.{lang}",
+        "results/data/{dataset}/{split}.{lang}",
     wildcard_constraints:
-        split=MULTI30K_SPLITS,
+        dataset=datasets_of("multi30k"),
+        split=MULTI30K_SPLIT,
     log:
-        "results/logs/prepare_multi30k/{split}.{lang}.log",
+        "results/logs/prepare_multi30k/{dataset}/{split}.{lang}.log",
     benchmark:
-        "results/benchmarks/prepare_multi30k/{split}.{lang}.tsv"
+        "results/benchmarks/prepare_multi30k/{dataset}/{split}.{lang}.tsv"
     conda:
         "../../envs/text.yaml"
     script:
@@ -93,15 +112,16 @@ rule prepare_multi30k:
 
 rule prepare_multi30k_image_list:
     input:
-        "resources/multi30k_task1/image_splits/{split}.txt",
+        multi30k_file("image_list"),
     output:
-        "results/data/multi30k/image_splits/{split}.txt",
+        "results/data/{dataset}/image_splits/{split}.txt",
     wildcard_constraints:
-        split=MULTI30K_SPLITS,
+        dataset=datasets_of("multi30k"),
+        split=MULTI30K_SPLIT,
     log:
-        "results/logs/prepare_multi30k_image_list/{split}.log",
+        "results/logs/prepare_multi30k_image_list/{dataset}/{split}.log",
     benchmark:
-        "results/benchmarks/prepare_multi30k_image_list/{split}.tsv"
+        "results/benchmarks/prepare_multi30k_image_list/{dataset}/{split}.tsv"
     conda:
         "../../envs/text.yaml"
     script:

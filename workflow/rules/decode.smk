@@ -6,7 +6,8 @@ rule translate:
     input:
         unpack(translate_inputs),
     output:
-        PATHS["translation"],
+        translation=PATHS["translation"],
+        stats=PATHS["decode_stats"],
     params:
         decode=decode_settings,
         subword=target_subword,

@@ -4,6 +4,7 @@
 rule score:
     input:
         hyp=PATHS["translation"],
+        decode_stats=PATHS["decode_stats"],
         ref=reference_text,
     output:
         PATHS["score"],

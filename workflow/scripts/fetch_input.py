@@ -1,6 +1,8 @@
-"""Rule fetch_input: one file of a manifest input, from the local mirror or its URLs, checked."""
+"""Rule fetch_input: one file of a manifest input, from the local mirror or its URLs, checked
+(the run's manifest: config/manifest.yaml + the files listed in inputs.manifest_extra)."""
 
 from mmt_repro.data.fetch import fetch_input_file
+from mmt_repro.data.manifest import extra_manifests
 from mmt_repro.runtime import run_step
 
 run_step(
@@ -12,4 +14,5 @@ run_step(
     out=snakemake.output[0],
     mirror_root=snakemake.params.mirror,
     local_dir=snakemake.params.local,
+    manifest_extra=[str(p) for p in extra_manifests(snakemake.config)],
 )

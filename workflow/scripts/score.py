@@ -17,5 +17,6 @@ run_step(
     bleu_compat=scoring["bleu_compat"],
     lang=scoring["meteor_lang"],
     ref_subword=snakemake.params.ref_subword,
+    decode_stats=snakemake.input.decode_stats,
     meteor_jar=snakemake.params.meteor_jar,
 )

@@ -18,13 +18,13 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mmt_repro.data.multi30k import SPLIT_SIZES as MULTI30K_SIZES
+from mmt_repro.data import multi30k
 from mmt_repro.io import DataError, read_lines
 
 #: Lines per prepared text file, by corpus and split (see the module docstring for units).
 KNOWN_SIZES: dict[str, dict[str, int]] = {
-    # Multi30k task 1 (multi30k.SPLIT_SIZES): sentences = images.
-    "multi30k": dict(MULTI30K_SIZES),
+    # Multi30k task 1: sentences = images, as config/manifest.yaml declares them (`lines`).
+    "multi30k": dict(multi30k.SPLIT_SIZES),
     # fairseq prepare-iwslt14.sh. de-en: train/valid from the fairseq log (174,443 raw lines ->
     # 167,522 cleaned; valid = every 23rd = 7283, checked on ../shared/datasets/iwslt14-de-en);
     # test = dev2010 887 + TEDX.dev2012 1165 + tst2010 1565 + tst2011 1433 + tst2012 1700.

@@ -122,10 +122,13 @@ def fetch_input_file(
     mirror_root: str | Path | None = None,
     local_dir: str | Path | None = None,
     manifest: Manifest | None = None,
+    manifest_extra: list[str | Path] | tuple = (),
 ) -> dict:
     """Fetch ``file_name`` of ``input_name`` into ``out``; return what was done (source, sha256,
-    whether it was verified, lines). See the module docstring for sources and checks."""
-    manifest = manifest or load_manifest()
+    whether it was verified, lines). See the module docstring for sources and checks.
+    ``manifest_extra``: extra manifest files merged on top of config/manifest.yaml (the
+    config's ``inputs.manifest_extra``), when no ``manifest`` is given."""
+    manifest = manifest or load_manifest(extra=manifest_extra)
     inp = manifest.input(input_name)
     if inp.access != "download":
         raise request_only_error(inp)

@@ -47,6 +47,8 @@ from mmt_repro.io import DataError, atomic_path, atomic_write, read_lines, write
 COLOURS = ("red", "green", "blue", "yellow")
 SHAPES = ("circle", "square", "triangle")
 COUNTS = (1, 2, 3)
+#: The languages the caption grammar below can write (a generator capability, not a dataset's
+#: list: a grounded dataset picks its own with ``datasets.<name>.langs``, by default all of these).
 SUPPORTED_LANGS = ("en", "de", "fr")
 
 # Base RGB values; each image jitters them a little. Yellow is kept fairly saturated so that
@@ -338,12 +340,37 @@ def _check_args(sizes: dict, image_size: int, langs, hide_prob: float) -> None:
         raise DataError(None, f"grounded dataset: hide_prob {hide_prob} outside [0, 1]", "use a probability")
 
 
+def check_config(name: str, settings: dict) -> dict[str, list[str]]:
+    """The splits (the keys of ``datasets.<name>.sizes``) and languages (``datasets.<name>.langs``,
+    by default :data:`SUPPORTED_LANGS`) of a grounded dataset, checked at planning; an unknown
+    language, or ``train``/``val`` naming no split, is a :class:`~mmt_repro.config.ConfigError`
+    naming the key and the valid values."""
+    from mmt_repro.config import ConfigError
+
+    key = f"datasets.{name}"
+    splits = list(settings.get("sizes") or {})
+    if not splits:
+        raise ConfigError(f"{key}.sizes: no splits; give split -> size, e.g. {{train: 3000, val: 200, test: 300}}")
+    langs = list(settings.get("langs") or SUPPORTED_LANGS)
+    bad = [lang for lang in langs if lang not in SUPPORTED_LANGS]
+    if bad:
+        raise ConfigError(f"{key}.langs: unsupported language(s) {', '.join(bad)} for the grounded generator; "
+                          f"valid values: {', '.join(SUPPORTED_LANGS)}")
+    if len(set(langs)) != len(langs):
+        raise ConfigError(f"{key}.langs: a language is listed twice ({', '.join(langs)})")
+    for role in ("train", "val"):
+        if settings.get(role) is not None and settings[role] not in splits:
+            raise ConfigError(f"{key}.{role}: {settings[role]!r} is not a split of {key}.sizes; valid values: "
+                              f"{', '.join(splits)}")
+    return {"splits": splits, "langs": langs}
+
+
 def generate_grounded(
     out_dir: Path,
     sizes: dict[str, int],
     seed: int,
     image_size: int = 64,
-    langs=("en", "de", "fr"),
+    langs=SUPPORTED_LANGS,
     hide_prob: float = 0.5,
 ) -> dict:
     """Write the grounded smoke dataset under ``out_dir`` and return a summary dict.

@@ -17,6 +17,13 @@ File layout of an entry (see the comment at the top of the manifest)::
         files:
           raw/train.en.gz: {sha256: <hex>|null, lines: 29000}
           some.tgz: {urls: [full URL, ...], sha256: null}
+
+A run may add to it without editing the repository's file: the config key
+``inputs.manifest_extra`` lists further manifest files (same layout) merged on top of
+``config/manifest.yaml`` (:func:`load_manifest` with ``config=``). An entry that names an input
+already declared adds files to it (and replaces any other field it gives); a new input must be
+complete. This is how a released test set or a language that the repository does not know yet
+is declared (docs/data.md, "Adding a test set or a language pair through config alone").
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from ..io import DataError
 
 MANIFEST = Path(__file__).resolve().parents[3] / "config" / "manifest.yaml"
 ACCESS = ("download", "request", "manual")
+#: The config key listing extra manifest files, merged on top of config/manifest.yaml.
+EXTRA_KEY = "inputs.manifest_extra"
 
 _FILE_SCHEMA = {
     "type": "object",
@@ -118,19 +127,43 @@ class Manifest(dict):
     """``{name: Input}`` with a lookup that names the valid inputs on a typo."""
 
     path: Path = MANIFEST
+    extra: tuple[Path, ...] = ()
+
+    @property
+    def where(self) -> str:
+        """The manifest file(s) this was read from, for messages."""
+        return " + ".join(str(p) for p in (self.path, *self.extra))
 
     def input(self, name: str) -> Input:
         if name not in self:
-            raise DataError(self.path, f"no input named {name!r}; declared inputs: {', '.join(sorted(self))}",
+            raise DataError(self.where, f"no input named {name!r}; declared inputs: {', '.join(sorted(self))}",
                             "use one of the declared names, or declare the input in the manifest")
         return self[name]
 
 
-def _parse(path: Path, raw: dict) -> Manifest:
+def _merge(raw: dict, extra: dict, path: Path) -> dict:
+    """``raw`` with the inputs of an extra manifest merged in: files are added to an input
+    already declared (its other fields are replaced where given); new inputs are added whole."""
+    if not isinstance(extra, dict) or not isinstance(extra.get("inputs"), dict) or set(extra) - {"inputs"}:
+        raise DataError(path, "an extra manifest must hold one mapping `inputs: {<input>: {...}}`",
+                        "use the layout of config/manifest.yaml (an existing input may give `files` only)")
+    out = {**raw, "inputs": dict(raw["inputs"])}
+    for name, entry in extra["inputs"].items():
+        if name in out["inputs"] and isinstance(entry, dict):
+            merged = {**out["inputs"][name], **{k: v for k, v in entry.items() if k != "files"}}
+            merged["files"] = {**(out["inputs"][name].get("files") or {}), **(entry.get("files") or {})}
+            out["inputs"][name] = merged
+        else:
+            out["inputs"][name] = entry
+    return out
+
+
+def _parse(path: Path, raw: dict, where: str | None = None) -> Manifest:
+    where = where or str(path)
     validator = jsonschema.Draft202012Validator(_SCHEMA)
     problems = [f"{'.'.join(map(str, e.absolute_path)) or '<top>'}: {e.message}" for e in validator.iter_errors(raw)]
     if problems:
-        raise DataError(path, "invalid manifest:\n  - " + "\n  - ".join(problems),
+        raise DataError(where, "invalid manifest:\n  - " + "\n  - ".join(problems),
                         "fix the entries named above (the file's opening comment lists the fields)")
     manifest = Manifest()
     manifest.path = path
@@ -140,13 +173,13 @@ def _parse(path: Path, raw: dict) -> Manifest:
             urls = tuple(spec.get("urls") or (f"{base.rstrip('/')}/{fname}" for base in entry.get("urls", [])))
             files[fname] = InputFile(name, fname, urls, spec.get("sha256"), spec.get("lines"))
         if entry["access"] == "download" and not files:
-            raise DataError(path, f"input {name!r} is downloadable but declares no files", "list its files under `files`")
+            raise DataError(where, f"input {name!r} is downloadable but declares no files", "list its files under `files`")
         if entry["access"] != "download" and not (entry.get("request") and entry.get("config_key")):
-            raise DataError(path, f"input {name!r} is {entry['access']}-only but lacks `request` or `config_key`",
+            raise DataError(where, f"input {name!r} is {entry['access']}-only but lacks `request` or `config_key`",
                             "say where to get it (`request`) and which config key takes its local path (`config_key`)")
         for fname, spec in files.items():
             if entry["access"] == "download" and not spec.urls:
-                raise DataError(path, f"file {fname!r} of input {name!r} has no URL", "give the input `urls` or the file `urls`")
+                raise DataError(where, f"file {fname!r} of input {name!r} has no URL", "give the input `urls` or the file `urls`")
         manifest[name] = Input(
             name=name, title=entry["title"], papers=tuple(entry["papers"]), access=entry["access"],
             licence=entry["licence"], homepage=entry["homepage"], form=entry.get("form", "raw"),
@@ -156,18 +189,54 @@ def _parse(path: Path, raw: dict) -> Manifest:
     return manifest
 
 
+def _read_yaml(path: Path) -> dict:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise DataError(path, f"not valid YAML: {err}", "fix the syntax") from err
+
+
 @functools.lru_cache(maxsize=8)
-def _load_cached(path: str, mtime_ns: int) -> Manifest:
-    return _parse(Path(path), yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+def _load_cached(files: tuple[tuple[str, int], ...]) -> Manifest:
+    path, *extra = (Path(f) for f, _ in files)
+    raw = _read_yaml(path)
+    for extra_path in extra:
+        if not isinstance(raw, dict) or not isinstance(raw.get("inputs"), dict):
+            break  # _parse reports the main file's problem
+        raw = _merge(raw, _read_yaml(extra_path), extra_path)
+    manifest = _parse(path, raw, where=" + ".join(f for f, _ in files))
+    manifest.path, manifest.extra = path, tuple(extra)
+    return manifest
 
 
-def load_manifest(path: str | Path = MANIFEST) -> Manifest:
+def extra_manifests(config: dict | None, repo: str | Path | None = None) -> list[Path]:
+    """The files of ``inputs.manifest_extra`` in ``config``, resolved against ``repo`` (the
+    repository, i.e. the folder holding config/) unless absolute."""
+    repo = Path(repo) if repo is not None else MANIFEST.parents[1]
+    extra = ((config or {}).get("inputs") or {}).get("manifest_extra") or []
+    if isinstance(extra, (str, Path)):
+        extra = [extra]
+    paths = [Path(p) if Path(p).is_absolute() else repo / p for p in extra]
+    for p in paths:
+        if not p.is_file():
+            raise DataError(p, f"the extra manifest listed in `{EXTRA_KEY}` does not exist",
+                            f"fix the path in `{EXTRA_KEY}` (relative paths are relative to the repository)")
+    return paths
+
+
+def load_manifest(path: str | Path = MANIFEST, extra: list[str | Path] | tuple = (), config: dict | None = None) -> Manifest:
     """Load and check the manifest; an unknown field, a malformed sha256 or a request-only
-    input without instructions is a :class:`DataError` naming the entry."""
+    input without instructions is a :class:`DataError` naming the entry.
+
+    ``extra`` manifest files, and those that ``config`` lists under ``inputs.manifest_extra``
+    (relative to the repository that holds ``path``'s config/ folder), are merged on top."""
     path = Path(path).resolve()
     if not path.is_file():
         raise DataError(path, "the input manifest does not exist", "restore config/manifest.yaml from the repository")
-    return _load_cached(str(path), path.stat().st_mtime_ns)
+    files = [path, *(Path(p).resolve() for p in extra)]
+    if config is not None:
+        files += [p.resolve() for p in extra_manifests(config, path.parents[1])]
+    return _load_cached(tuple((str(p), p.stat().st_mtime_ns) for p in files))
 
 
 def manifest_table(manifest: Manifest) -> list[dict]:

@@ -4,6 +4,7 @@ attention weights and gates for figures."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from ..checkpoint import check_vocab, load_model
 from ..data.batching import ParallelData, check_feature_dim
 from ..device import pick_device
 from ..features.store import open_features
-from ..io import DataError, atomic_path, write_lines
+from ..io import DataError, atomic_path, atomic_write, write_lines
 from ..settings import DecodeSettings
 from ..text.vocab import Vocab
 from .loop import decode_data, to_text
@@ -53,10 +54,13 @@ def translate(
     subword: str = "none",
     shuffle_images_seed: int | None = None,
     device: str = "auto",
+    stats_out: Path | None = None,
 ) -> dict:
     """Write one translation per source line (or per image, without source text) to ``out``, in
     the scoring form: ``subword`` segmentation (the paper recipe's, of the target language)
-    merged back. ``decode``: :class:`~mmt_repro.settings.DecodeSettings` keys."""
+    merged back. ``decode``: :class:`~mmt_repro.settings.DecodeSettings` keys. ``stats_out``:
+    a JSON of what decoding did (sentences, speed, empty hypotheses, hypotheses cut at
+    max_len), which scoring reads to flag degenerate output."""
     settings = DecodeSettings(**(decode or {}))
     model, _, sv, tv, feats, dev = load_for_decoding(checkpoint, src_vocab, tgt_vocab, features_npy, features_index, device)
     data = ParallelData(src, sv, features=feats, shuffle_images_seed=shuffle_images_seed)
@@ -75,8 +79,13 @@ def translate(
         "beam_size": settings.beam_size,
         "shuffled_images": shuffle_images_seed is not None,
         "cut_at_max_len": result.cut,
+        "empty": sum(not h.strip() for h in hyps),
+        "max_len": settings.max_len,
     }
     log.info("translated %s -> %s: %s", src, out, info)
+    if stats_out is not None:
+        with atomic_write(stats_out) as fh:
+            json.dump(info, fh, indent=1, sort_keys=True)
     return info
 
 

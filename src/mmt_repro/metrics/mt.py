@@ -327,6 +327,7 @@ def score_files(
     meteor_norm: bool = True,
     cider_remove_punct: bool = False,
     ref_subword: str = "none",
+    decode_stats: Path | None = None,
 ) -> dict:
     """Score a hypothesis file against reference files and write the score JSON atomically.
 
@@ -335,7 +336,10 @@ def score_files(
     defaults to the target side of ``meta["pair"]`` (``en-de`` -> ``de``); the other keyword
     arguments go to :func:`corpus_scores`. ``ref_subword``: segmentation to undo on the
     references first (``wordpiece`` for recipes whose chain has the ``wp`` step, so both sides
-    are scored as merged words); hypotheses arrive merged from decoding.
+    are scored as merged words); hypotheses arrive merged from decoding. ``decode_stats``: the
+    translate rule's JSON; with it the result has ``degenerate`` (:func:`degenerate_output`):
+    empty hypotheses and hypotheses cut at max_len, warned about above
+    :data:`DEGENERATE_SHARE`.
     """
     from ..text.recipes import merge_subwords
 
@@ -364,10 +368,31 @@ def score_files(
         cider_remove_punct=cider_remove_punct,
     )
     result = {"meta": dict(meta), "scores": scores, "n_sentences": len(hyp_lines)}
+    if decode_stats is not None:
+        result["degenerate"] = degenerate_output(hyp_lines, json.loads(Path(decode_stats).read_text(encoding="utf-8")))
+        if result["degenerate"]["warning"]:
+            log.warning("%s: %s", hyp, result["degenerate"]["warning"])
     with atomic_write(out_json) as fh:
         json.dump(result, fh, indent=2, sort_keys=True)
         fh.write("\n")
     return result
+
+
+DEGENERATE_SHARE = 0.05  # above this share of empty or cut-off hypotheses, tables say so
+
+
+def degenerate_output(hyp_lines: Sequence[str], decode_stats: dict) -> dict:
+    """Counts of empty hypotheses and of hypotheses that hit max_len without ``<eos>``, their
+    shares, and a warning (or "") when either share exceeds :data:`DEGENERATE_SHARE`."""
+    n = max(len(hyp_lines), 1)
+    empty = sum(not line.strip() for line in hyp_lines)
+    cut = int(decode_stats.get("cut_at_max_len", 0))
+    parts = []
+    if empty / n > DEGENERATE_SHARE:
+        parts.append(f"{100 * empty / n:.1f}% of hypotheses are empty")
+    if cut / n > DEGENERATE_SHARE:
+        parts.append(f"{100 * cut / n:.1f}% of hypotheses reached max_len={decode_stats.get('max_len')} without <eos>")
+    return {"n": len(hyp_lines), "empty": empty, "cut_at_max_len": cut, "warning": "; ".join(parts)}
 
 
 @contextlib.contextmanager

@@ -135,10 +135,12 @@ def _score_records(score_jsons: Sequence[Path], paper: str, table: str) -> pd.Da
                     "value": float(entry["value"]),
                     "signature": str(entry.get("signature", "")),
                     "file": str(p),
+                    "degenerate": str((data.get("degenerate") or {}).get("warning", "")),
                 }
             )
     return pd.DataFrame.from_records(
-        records, columns=["system", "pair", "test_set", "condition", "metric", "seed", "value", "signature", "file"]
+        records,
+        columns=["system", "pair", "test_set", "condition", "metric", "seed", "value", "signature", "file", "degenerate"],
     )
 
 
@@ -213,12 +215,14 @@ def make_table(
         n = len(values)
         mean = sum(values) / n
         std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else None
+        # Degenerate output (empty or cut-off hypotheses) is said on the row, seed by seed.
+        warnings = [f"seed {s}: {w}" for s, w in zip(grp["seed"], grp["degenerate"]) if w]
         rows[key] = {
             "ours": _round2(mean),
             "ours_std": None if std is None else _round2(std),
             "n_seeds": n,
             "signature": sigs[0],
-            "note": note,
+            "note": "; ".join([x for x in (note, *warnings) if x]),
         }
 
     for item in unavailable or []:
