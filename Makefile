@@ -10,7 +10,7 @@ CORES ?= 2
 SMOKE_DIR ?= .
 STAMP := $(VENV)/.installed
 
-.PHONY: smoke test venv lint dryrun clean-results
+.PHONY: smoke test test-fast venv lint dryrun bench-plan bench-load clean-results
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,14 +27,27 @@ smoke: $(STAMP)
 		--cores $(CORES) --rerun-incomplete results/tables/all.tsv
 	$(BIN)/python -m mmt_repro show $(SMOKE_DIR)/results/tables/all.tsv
 
+# Every lane: unit, pipeline, e2e (smoke, stand-in paper) and slurm (a real single-node cluster,
+# which doubles as the determinism check). tests/conftest.py says which test is in which lane.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# Daily work: unit + pipeline (planning, data steps, error paths; no real training), < 3 min.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not e2e and not slurm"
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint --configfile config/smoke.yaml
 
 dryrun: $(STAMP)
 	$(BIN)/snakemake results/tables/all.tsv -n --quiet rules
+
+# Benchmarks print figures (min/median/max of repeats); run them on an otherwise idle machine.
+bench-plan: $(STAMP)
+	$(BIN)/python benchmarks/bench_plan.py
+
+bench-load: $(STAMP)
+	$(BIN)/python benchmarks/bench_load.py
 
 clean-results:
 	rm -rf results .snakemake

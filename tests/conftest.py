@@ -1,13 +1,44 @@
-"""Shared test fixtures: where ../shared/datasets is, and tiny parallel corpora."""
+"""Shared test fixtures (where ../shared/datasets is, tiny parallel corpora) and the test lanes.
+
+Lanes (pytest markers, registered in pyproject.toml):
+
+- ``unit``: one function or model against hand computations (tests/unit, tests/models);
+- ``pipeline``: Snakemake planning, data steps and error paths, without training a real model
+  (tests/workflow, unless marked otherwise);
+- ``e2e``: whole DAG runs that train and decode (the smoke run, the stand-in second paper), and
+  every real input through its data stage (extractors on real media, every shared corpus);
+- ``slurm``: the reduced DAG through a real single-node SLURM cluster, which doubles as the
+  determinism check (byte-identical to the local run).
+
+A test without a lane marker gets one from its folder. ``make test`` runs every lane,
+``make test-fast`` runs ``unit`` and ``pipeline``.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-import pytest
+os.environ.setdefault("GOMP_SPINCOUNT", "1000")  # as mmt_repro/__init__.py, for tests importing torch first
+
+import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+
+
+LANES = ("unit", "pipeline", "e2e", "slurm")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test is in exactly one lane: its own marker, else its folder's."""
+    for item in items:
+        marked = [lane for lane in LANES if item.get_closest_marker(lane)]
+        if len(marked) > 1:
+            raise pytest.UsageError(f"{item.nodeid} is in several lanes {marked}; give it one")
+        if not marked:
+            folder = Path(str(item.fspath)).resolve().relative_to(REPO / "tests").parts[0]
+            item.add_marker(pytest.mark.pipeline if folder == "workflow" else pytest.mark.unit)
 
 
 def shared_dataset(name: str) -> Path:

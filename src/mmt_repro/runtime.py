@@ -32,16 +32,24 @@ def setup_logging(log_path: str | Path | None, level: int = logging.INFO) -> Non
 
 
 def set_threads(threads: int | None) -> None:
-    """Torch intra-op threads = the rule's threads, without importing torch for steps that do
-    not use it (importing it costs about 3 s a job): torch reads ``OMP_NUM_THREADS`` when a
-    step imports it later, and is set directly when the step's module has imported it already."""
+    """Use exactly the rule's ``threads``: torch intra-op threads, and one inter-op thread.
+
+    Steps that do not use torch do not import it (importing costs about 3 s a job): torch and
+    the BLAS libraries read ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` when a step imports them
+    later; where the step's module has imported torch already, it is set directly. The OpenMP
+    wait policy (passive) is set when the package is imported (``mmt_repro/__init__.py``)."""
     if not threads:
         return
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(int(threads))
+    threads = int(threads)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
     torch = sys.modules.get("torch")
     if torch is not None:
-        torch.set_num_threads(int(threads))
+        torch.set_num_threads(threads)
+        try:  # only possible before torch's first parallel work; a second call raises
+            torch.set_num_interop_threads(1)
+        except RuntimeError:
+            pass
 
 
 def run_step(log_path: str | Path | None, threads: int | None, func: Callable[..., Any], **kwargs) -> Any:

@@ -21,3 +21,30 @@ print("threads when already imported:", torch.get_num_threads())
 def test_threads_reach_torch_without_importing_it_for_every_step():
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out == ["torch imported: False", "threads after a later import: 1", "threads when already imported: 2"]
+
+
+POLICY = """
+import os
+import mmt_repro
+import torch
+from mmt_repro.runtime import set_threads
+set_threads(2)
+print(os.environ["GOMP_SPINCOUNT"], torch.get_num_threads(), torch.get_num_interop_threads())
+"""
+
+
+def _policy(env_policy: str | None) -> list[str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_NUM_THREADS")}
+    if env_policy:
+        env["GOMP_SPINCOUNT"] = env_policy
+    return subprocess.run([sys.executable, "-c", POLICY], capture_output=True, text=True, check=True,
+                          env=env).stdout.split()
+
+
+def test_openmp_threads_spin_briefly_and_jobs_use_exactly_their_threads():
+    # the package sets a short OpenMP spin before torch loads libgomp (benchmarks/bench_load.py
+    # measures why); two intra-op threads, one inter-op thread
+    assert _policy(None) == ["1000", "2", "1"]
+    assert _policy("300000")[0] == "300000"  # a value the user exported wins

@@ -1,6 +1,7 @@
 """Fixtures of the workflow tests: ``wf`` (a Snakemake runner and the reduced smoke
-configuration), one reduced smoke run on this machine (shared by the SLURM and determinism
-tests), and a single-node SLURM cluster (tests/slurm_cluster.py) for the whole session.
+configuration), one reduced smoke run on this machine (the reference that the SLURM run must
+equal byte for byte: the determinism check), and a single-node SLURM cluster
+(tests/slurm_cluster.py) for the whole session.
 
 Test modules reach the helpers through the ``wf`` fixture, not by importing this file."""
 
@@ -48,10 +49,6 @@ papers:
       table1: {enabled: false}
       figure2: {enabled: false}
 """
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "slurm: runs jobs through a real (single-node, throw-away) SLURM cluster")
 
 
 def snakemake(*args, cwd=REPO, env=None, timeout=900) -> subprocess.CompletedProcess:
@@ -102,7 +99,7 @@ def wf():
 @pytest.fixture(scope="session")
 def reduced_local_run(tmp_path_factory):
     """One reduced smoke run on this machine (``--cores THREADS``): the reference for the SLURM
-    run and the first of the determinism test's two runs."""
+    run (byte for byte: the determinism check)."""
     workdir = tmp_path_factory.mktemp("reduced_local")
     seconds = run_reduced_locally(workdir)
     print(f"\nreduced smoke run, local, {THREADS} cores: {seconds:.0f} s")

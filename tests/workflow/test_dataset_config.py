@@ -59,7 +59,6 @@ def _bad_config(tmp_path: Path, override: dict) -> list[str]:
     return ["-n", "--directory", str(tmp_path), "--configfile", str(path)]
 
 
-@pytest.mark.workflow
 def test_made_up_test_set_through_config_alone_plans_and_runs(wf, made_up):
     args = ["--directory", str(made_up["work"]), "--configfile", str(made_up["config"])]
     target = f"results/text/multi30k/{SPLIT}.norm.tok.en"
@@ -85,7 +84,6 @@ def test_made_up_test_set_through_config_alone_plans_and_runs(wf, made_up):
     assert "verified" in fetch_log, fetch_log
 
 
-@pytest.mark.workflow
 def test_wrong_line_count_in_the_copy_is_refused(wf, made_up):
     """The extra manifest's `lines` are checked like the repository's: a copy that lost a
     sentence stops the fetch, naming the file."""
@@ -101,7 +99,6 @@ def test_wrong_line_count_in_the_copy_is_refused(wf, made_up):
     assert f"raw/{SPLIT}.de.gz has 3 lines, the manifest expects 4" in log, out[-3000:] + log
 
 
-@pytest.mark.workflow
 def test_inconsistent_line_counts_in_the_extra_manifest_stop_planning(wf, made_up):
     """A split whose declared files disagree on the number of lines is refused when the
     workflow is planned, naming both manifests and every count."""
@@ -116,7 +113,6 @@ def test_inconsistent_line_counts_in_the_extra_manifest_stop_planning(wf, made_u
     assert f"raw/{SPLIT}.de.gz: 4, raw/{SPLIT}.en.gz: 3" in out and "correct `lines` in the manifest" in out
 
 
-@pytest.mark.workflow
 def test_unknown_split_stops_planning_naming_the_key_and_the_valid_values(wf, tmp_path):
     res = wf.snakemake(*_bad_config(tmp_path, {"datasets": {"multi30k": {"splits": [*M30K_SPLITS, "test_2099"]}}}))
     out = res.stdout + res.stderr
@@ -126,7 +122,6 @@ def test_unknown_split_stops_planning_naming_the_key_and_the_valid_values(wf, tm
     assert "inputs.manifest_extra" in out
 
 
-@pytest.mark.workflow
 def test_unknown_language_stops_planning_naming_the_key_and_the_valid_values(wf, tmp_path):
     res = wf.snakemake(*_bad_config(tmp_path, {"datasets": {"multi30k": {"langs": ["en", "de", "xx"]}}}))
     out = res.stdout + res.stderr
@@ -145,7 +140,6 @@ def test_unknown_language_stops_planning_naming_the_key_and_the_valid_values(wf,
     assert "datasets.grounded.langs: unsupported language(s) tr for the grounded generator; valid values: en, de, fr" in out
 
 
-@pytest.mark.workflow
 def test_tables_and_targets_must_name_configured_splits_and_languages(wf, tmp_path):
     bad = {"papers": {"doubly_attentive": {"tables": {"table1": {"test_sets": ["test_2016_flickr", "test_2099"]}}}}}
     res = wf.snakemake(*_bad_config(tmp_path, bad))

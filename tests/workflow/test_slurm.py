@@ -1,7 +1,8 @@
 """The workflow on a real SLURM cluster (single node, set up by tests/slurm_cluster.py):
 
 - the reduced smoke DAG submitted through tests/slurm_profile: every non-local job goes through
-  sbatch, and results/tables/all.tsv is byte-identical to the same DAG run locally;
+  sbatch, and results/tables/all.tsv, the translations and the weights are identical to the
+  same DAG run locally (this is the suite's determinism check);
 - a training job cancelled with scancel mid-way resumes from its .last.pt when the workflow is
   re-run with --rerun-incomplete, and ends with exactly the weights of an uninterrupted run;
 - Snakemake deletes a failed job's outputs (best.pt, curve.tsv) and the resumed trainer
@@ -52,7 +53,6 @@ def slurm_run(wf, slurm_cluster, tmp_path_factory):
     shutil.rmtree(workdir, ignore_errors=True)
 
 
-@pytest.mark.workflow
 @pytest.mark.slurm
 def test_every_job_went_through_sbatch(wf, slurm_run, slurm_cluster):
     workdir, out = slurm_run
@@ -82,9 +82,11 @@ def test_every_job_went_through_sbatch(wf, slurm_run, slurm_cluster):
     assert wf.THREADS == 1 or re.search(rf"threads: {wf.THREADS}\b", train_log.read_text()), train_log.read_text()[-2000:]
 
 
-@pytest.mark.workflow
 @pytest.mark.slurm
-def test_slurm_table_equals_local_run(slurm_run, reduced_local_run):
+def test_slurm_run_is_byte_identical_to_the_local_run(slurm_run, reduced_local_run):
+    """The determinism check: two runs of the reduced DAG with the same seeds, one local and one
+    through SLURM (other processes, other scheduling), give byte-identical tables and
+    translations and identical model weights."""
     workdir, _ = slurm_run
     ours = workdir / "results" / "tables" / "all.tsv"
     local = reduced_local_run / "results" / "tables" / "all.tsv"
@@ -96,13 +98,17 @@ def test_slurm_table_equals_local_run(slurm_run, reduced_local_run):
     for hyp in sorted((reduced_local_run / "results" / "translations").rglob("*.txt")):
         other = workdir / hyp.relative_to(reduced_local_run)
         assert other.read_bytes() == hyp.read_bytes(), f"{other} differs from the local run's {hyp}"
+    models = sorted((reduced_local_run / "results" / "models").rglob("*.best.pt"))
+    assert models
+    for model in models:
+        a, b = weights(model), weights(workdir / model.relative_to(reduced_local_run))
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), model.relative_to(reduced_local_run)
 
 
 def weights(path: Path) -> dict[str, torch.Tensor]:
     return torch.load(path, map_location="cpu", weights_only=False)["weights"]
 
 
-@pytest.mark.workflow
 @pytest.mark.slurm
 def test_cancelled_training_resumes_with_identical_weights(wf, slurm_cluster, reduced_local_run, tmp_path):
     # The local run's inputs (text, vocabularies) with their Snakemake metadata; only the

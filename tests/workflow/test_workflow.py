@@ -118,7 +118,7 @@ def smoke_run(tmp_path_factory):
     shutil.rmtree(workdir, ignore_errors=True)
 
 
-@pytest.mark.workflow
+@pytest.mark.e2e
 def test_smoke_all_tsv_has_the_expected_rows(smoke_run):
     table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
     assert list(table.columns[:8]) == ["paper", "table", "system", "pair", "test_set", "condition", "metric", "ours"]
@@ -157,7 +157,7 @@ def test_smoke_all_tsv_has_the_expected_rows(smoke_run):
     assert 0 <= shares["beta_gt_0.8"] <= shares["beta_gt_0.5"] <= 100
 
 
-@pytest.mark.workflow
+@pytest.mark.e2e
 def test_smoke_figures_and_report(smoke_run):
     figures = smoke_run / "results" / "figures" / "doubly_attentive"
     for name in ("grounded.scores", "table1.scores", "figure2.scores", "figure2.attention"):
@@ -170,7 +170,7 @@ def test_smoke_figures_and_report(smoke_run):
     assert "figure2.attention.png" in html and "table1.tsv" in html
 
 
-@pytest.mark.workflow
+@pytest.mark.e2e
 def test_smoke_image_model_beats_text_only_and_shuffling_removes_the_gain(smoke_run):
     table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
     grounded = table[(table.table == "grounded") & (table.metric == "bleu")]
@@ -181,7 +181,7 @@ def test_smoke_image_model_beats_text_only_and_shuffling_removes_the_gain(smoke_
     assert shuffled - nmt < 0.5 * (mmt - nmt)  # most of the gain is gone with the wrong images
 
 
-@pytest.mark.workflow
+@pytest.mark.e2e
 def test_smoke_outputs_have_logs_benchmarks_and_curves(smoke_run):
     results = smoke_run / "results"
     assert any((results / "logs" / "train_model").rglob("*.log"))
@@ -228,6 +228,7 @@ def test_request_only_images_fail_with_where_to_request_them(tmp_path):
     assert (tmp_path / "results/data/multi30k/image_splits/val.txt").exists()  # built inputs are kept
 
 
+@pytest.mark.e2e  # every real input through its DAG stage (~20 s): not for the fast lane
 def test_every_extractor_runs_through_the_dag_on_real_media(tmp_path):
     """Issue 4: on ../shared/datasets/sample-media (3 COCO images, 1 video clip) every extractor
     produces a store of its declared shape, through the same rules the smoke run uses."""
@@ -254,6 +255,7 @@ def test_every_extractor_runs_through_the_dag_on_real_media(tmp_path):
     assert "random-init" in log  # the log says which weights were used
 
 
+@pytest.mark.e2e  # every real input through its DAG stage (~20 s): not for the fast lane
 def test_every_corpus_with_a_shared_copy_is_prepared_and_has_its_published_size(tmp_path):
     """Issue 3: with config/shared_mirror.yaml (inputs.mirror = ../shared/datasets) the DAG
     fetches (sha256-checked), prepares, checks and counts every corpus that has a copy there."""
