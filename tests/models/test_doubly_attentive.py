@@ -68,24 +68,85 @@ def test_rec2_equals_equation_10_by_hand():
     r = torch.sigmoid(c @ Ws[d : 2 * d].T + i @ Wi[d : 2 * d].T + s1 @ U[d : 2 * d].T + b[d : 2 * d])
     s_cand = torch.tanh(c @ Ws[2 * d :].T + i @ Wi[2 * d :].T + r * (s1 @ U[2 * d :].T + b[2 * d :]))
     expected = (1 - z) * s_cand + z * s1
-    assert torch.allclose(m._rec2(s1, c, i), expected, atol=1e-6)
+    got = m._gru(m.rec2_src(c) + m.rec2_img(i), m.rec2_recurrent(s1), s1)
+    assert torch.allclose(got, expected, atol=1e-6)
 
 
-def test_text_rec2_is_a_gru_cell_over_the_context():
-    m = make("doubly_attentive.nmt", TINY)
-    cell = torch.nn.GRUCell(10, 7)
+def _as_gru_cell(w_in, b_in, w_rec, b_rec) -> torch.nn.GRUCell:
+    """A torch GRUCell with our (z, r, candidate) blocks; torch orders them (r, z, n)."""
 
-    def rzn(w):  # our blocks are (z, r, candidate); torch's GRUCell orders them (r, z, n)
+    def rzn(w):
         z, r, n = w.chunk(3, dim=0)
         return torch.cat([r, z, n], dim=0)
 
+    cell = torch.nn.GRUCell(w_in.size(1), w_rec.size(1))
     with torch.no_grad():
-        cell.weight_ih.copy_(rzn(m.rec2_src.weight))
-        cell.bias_ih.zero_()
-        cell.weight_hh.copy_(rzn(m.rec2_recurrent.weight))
-        cell.bias_hh.copy_(rzn(m.rec2_recurrent.bias))
+        cell.weight_ih.copy_(rzn(w_in))
+        cell.bias_ih.copy_(torch.zeros(w_in.size(0)) if b_in is None else rzn(b_in))
+        cell.weight_hh.copy_(rzn(w_rec))
+        cell.bias_hh.copy_(rzn(b_rec))
+    return cell
+
+
+def test_text_rec2_and_rec1_are_gru_cells():
+    m = make("doubly_attentive.nmt", TINY)
     s1, c = torch.randn(3, 7), torch.randn(3, 10)
-    assert torch.allclose(m._rec2(s1, c, None), cell(c, s1), atol=1e-6)
+    cell = _as_gru_cell(m.rec2_src.weight, None, m.rec2_recurrent.weight, m.rec2_recurrent.bias)
+    assert torch.allclose(m._gru(m.rec2_src(c), m.rec2_recurrent(s1), s1), cell(c, s1), atol=1e-6)
+    emb = torch.randn(3, 6)
+    cell = _as_gru_cell(m.rec1_input.weight, m.rec1_input.bias, m.rec1_recurrent.weight, m.rec1_recurrent.bias)
+    assert torch.allclose(m._gru(m.rec1_input(emb), m.rec1_recurrent(s1), s1), cell(emb, s1), atol=1e-6)
+
+
+@pytest.mark.parametrize("name,cfg", [("doubly_attentive.nmt", TINY), ("doubly_attentive.nmt_src_img", TINY_IMG)])
+def test_decoder_dropout_masks_only_the_recurrent_products_and_the_state_stays_bounded(name, cfg):
+    """Gal & Ghahramani / Nematus: U (s * m) with the unmasked s carried by z. At p = 0.5 a
+    masked carried state would double at every step for units that hold their value."""
+    m = make(name, dict(cfg, dropout_dec=0.5, dropout_enc=0.0), seed=2)
+    m.train()
+    with torch.no_grad():
+        m.rec1_recurrent.bias[:7].fill_(6.0)  # z near 1: units that hold their value
+        m.rec2_recurrent.bias[:7].fill_(6.0)
+        batch = tiny_batch()
+        enc = m.encode(batch)
+        assert enc["dec_mask"] is not None and enc["dec_mask2"] is not None
+        assert not torch.equal(enc["dec_mask"], enc["dec_mask2"])
+        assert set(enc["dec_mask"].unique().tolist()) <= {0.0, 2.0}
+        state = m.init_state(enc)
+        x = m.rec1_input(m.tgt_emb(torch.full((3,), 5)))
+        worst = 0.0
+        for _ in range(50):
+            state, *_ = m._core(enc, state, x)
+            worst = max(worst, float(state.abs().max()))
+        assert worst <= 1.0, f"|s| reached {worst:.2f} over 50 steps"
+        # the mask enters only U s: REC1 by hand with a masked product, unmasked interpolation
+        s_prev = torch.rand(3, 7) * 2 - 1
+        s1 = m._gru(x, m.rec1_recurrent(s_prev * enc["dec_mask"]), s_prev)
+        xz, xr, xn = x.chunk(3, -1)
+        hz, hr, hn = m.rec1_recurrent(s_prev * enc["dec_mask"]).chunk(3, -1)
+        z, r = torch.sigmoid(xz + hz), torch.sigmoid(xr + hr)
+        assert torch.allclose(s1, (1 - z) * torch.tanh(xn + r * hn) + z * s_prev, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,cfg", [("doubly_attentive.nmt", TINY), ("doubly_attentive.nmt_src_img", TINY_IMG)])
+def test_teacher_forced_loss_equals_the_sum_of_step_log_probs(name, cfg):
+    """forward (input projections and output layer batched over all steps) and step (one at a
+    time, what search uses) compute the same model."""
+    m = make(name, cfg, seed=4)
+    m.eval()
+    batch = tiny_batch()
+    with torch.no_grad():
+        loss = m(batch)["loss"]
+        enc, state = m.encode(batch), None
+        state = m.init_state(enc)
+        total, count = 0.0, 0
+        for t in range(batch["tgt_in"].size(1)):
+            log_probs, state, _ = m.step(enc, state, batch["tgt_in"][:, t])
+            gold = batch["tgt_out"][:, t]
+            keep = gold != 0
+            total -= float(log_probs[keep].gather(1, gold[keep].unsqueeze(1)).sum())
+            count += int(keep.sum())
+    assert loss.item() == pytest.approx(total / count, rel=1e-5)
 
 
 def test_beta_gate_and_image_context_follow_equations_8_and_9():
@@ -102,7 +163,7 @@ def test_beta_gate_and_image_context_follow_equations_8_and_9():
     assert torch.allclose(info["alpha_src"].sum(-1), torch.ones(3), atol=1e-6)
     assert torch.all(info["alpha_src"][0, 3:] == 0)  # padding gets no attention
     # eq. 9: i_t = beta_t * sum_l alpha_l a_l; recompute s'_t and the attention by hand.
-    s1 = m.rec1(m.tgt_emb(prev), s_prev)
+    s1 = m._gru(m.rec1_input(m.tgt_emb(prev)), m.rec1_recurrent(s_prev), s_prev)
     a_ctx, alpha = m.att_img(s1, enc["img"], None, enc["img_proj"])
     assert torch.allclose(alpha, info["alpha_img"], atol=1e-6)
     i_t = beta.unsqueeze(-1) * (alpha.unsqueeze(-1) * enc["img"]).sum(1)
@@ -184,3 +245,25 @@ def test_special_ids_come_from_the_target_vocabulary():
     # bos (5) is never emitted, and eos (6) ends a hypothesis and is stripped.
     assert all(5 not in h and 6 not in h for h in hyps)
     assert m.specials.bos == 5 and m.specials.eos == 6
+
+
+def test_length_bound_relative_to_the_source_cuts_greedy_and_beam_alike():
+    from mmt_repro.decode.search import length_limits
+
+    batch = tiny_batch(seed=1)
+    batch["src_len"] = torch.tensor([3, 5, 5])
+    # min(max_len, ceil(a * n) + b)
+    assert length_limits(batch, 12, 1.5, 1) == [6, 9, 9]
+    assert length_limits(batch, 7, 1.5, 1) == [6, 7, 7]
+    assert length_limits(batch, 12, 0.0, 5) == [12, 12, 12]  # a = 0: max_len only
+    assert length_limits({"ids": batch["ids"]}, 12, 1.5, 1) == [12, 12, 12]  # no source text
+    m = make("doubly_attentive.nmt", TINY, seed=5)  # untrained: runs on without <eos>
+    free, _ = greedy(m, batch, max_len=12)
+    bounded, _ = greedy(m, batch, max_len=12, max_len_a=0.5, max_len_b=1)
+    limits = length_limits(batch, 12, 0.5, 1)
+    assert limits == [3, 4, 4]
+    for f, b, lim in zip(free, bounded, limits):
+        assert b == f[:lim], (f, b, lim)  # the same search, cut at the sentence's own bound
+    assert beam_search(m, batch, beam_size=1, max_len=12, max_len_a=0.5, max_len_b=1) == bounded
+    for hyp, lim in zip(beam_search(m, batch, beam_size=3, max_len=12, max_len_a=0.5, max_len_b=1), limits):
+        assert len(hyp) <= lim

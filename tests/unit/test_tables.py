@@ -224,7 +224,9 @@ def test_degenerate_output_counts_and_warns_above_five_percent():
     assert DEGENERATE_SHARE == 0.05
     assert got == {"n": 20, "empty": 2, "cut_at_max_len": 1, "warning": "10.0% of hypotheses are empty"}
     got = degenerate_output(["a"] * 10, {"cut_at_max_len": 4, "max_len": 80})
-    assert got["warning"] == "40.0% of hypotheses reached max_len=80 without <eos>"
+    assert got["warning"] == "40.0% of hypotheses reached their length bound (max_len=80) without <eos>"
+    got = degenerate_output(["a"] * 10, {"cut_at_max_len": 4, "max_len": 80, "max_len_a": 2.0, "max_len_b": 10})
+    assert got["warning"] == "40.0% of hypotheses reached their length bound (max_len=80, 2 n + 10) without <eos>"
     assert degenerate_output(["a"] * 10, {"cut_at_max_len": 0})["warning"] == ""
 
 

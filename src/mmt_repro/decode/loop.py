@@ -18,14 +18,14 @@ import torch
 from ..data.batching import move
 from ..settings import DecodeSettings
 from ..text.recipes import merge_subwords
-from .search import beam_search, greedy
+from .search import beam_search, greedy, length_limits
 
 
 @dataclass
 class Decoded:
     hyps: list[list[int]] = field(default_factory=list)  # token ids per example, without <eos>
     infos: list[dict] | None = None  # per-step attention/gates (collect_info, greedy only)
-    cut: int = 0  # hypotheses that reached max_len without <eos>
+    cut: int = 0  # hypotheses cut at their length bound (max_len, or relative to the source) without <eos>
 
 
 def decode_batch(model, batch: dict, settings: DecodeSettings, collect_info: bool = False):
@@ -38,9 +38,10 @@ def decode_batch(model, batch: dict, settings: DecodeSettings, collect_info: boo
         raise ValueError(
             f"{model.registry_name} predicts embeddings and decodes by nearest neighbour (greedy); "
             f"beam_size={settings.beam_size}: set decode.beam_size (or the system's decode.beam_size) to 1")
+    bounds = {"max_len_a": settings.max_len_a, "max_len_b": settings.max_len_b}
     if settings.beam_size <= 1 or collect_info:
-        return greedy(model, batch, settings.max_len, collect_info=collect_info)
-    return beam_search(model, batch, settings.beam_size, settings.max_len, alpha=settings.alpha), None
+        return greedy(model, batch, settings.max_len, collect_info=collect_info, **bounds)
+    return beam_search(model, batch, settings.beam_size, settings.max_len, alpha=settings.alpha, **bounds), None
 
 
 def decode_data(model, data, settings: DecodeSettings, device, collect_info: bool = False) -> Decoded:
@@ -51,7 +52,8 @@ def decode_data(model, data, settings: DecodeSettings, device, collect_info: boo
         for batch in data.eval_batches(settings.batch_size):
             ids, infos = decode_batch(model, move(batch, device), settings, collect_info)
             out.hyps.extend(ids)
-            out.cut += sum(len(h) >= settings.max_len for h in ids)
+            limits = length_limits(batch, settings.max_len, settings.max_len_a, settings.max_len_b)
+            out.cut += sum(len(h) >= lim for h, lim in zip(ids, limits))
             if collect_info:
                 out.infos.extend(infos)
     return out

@@ -16,10 +16,16 @@ Beam search keeps ``beam_size`` hypotheses per sentence in one flat batch of
 ``batch * beam_size`` rows, finalises a hypothesis when it emits ``<eos>`` among the top
 ``beam_size`` candidates, and ranks finished hypotheses by ``score / length ** alpha``
 (``alpha = 0``: raw log-probability; ``1``: per-token average), where length counts ``<eos>``.
+
+Hypothesis length is bounded per sentence: ``min(max_len, max_len_a * source_length +
+max_len_b)`` tokens (``max_len_a = 0``: ``max_len`` only; examples without source text:
+``max_len``). A hypothesis that reaches its bound is cut there (counted by the decode loop), so
+a looping model cannot run on to ``max_len`` on a short sentence.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -56,29 +62,40 @@ def _specials(model, bos_id, eos_id, pad_id):
     return (sp.bos if bos_id is None else bos_id), (sp.eos if eos_id is None else eos_id), (sp.pad if pad_id is None else pad_id)
 
 
+def length_limits(batch: dict, max_len: int, max_len_a: float = 0.0, max_len_b: int = 0) -> list[int]:
+    """Most target tokens per example: ``min(max_len, ceil(max_len_a * src_len) + max_len_b)``
+    with a source, else ``max_len`` (see the module docstring); at least 1."""
+    n = batch["ids"].size(0)
+    if max_len_a <= 0 or batch.get("src_len") is None:
+        return [max_len] * n
+    return [max(1, min(max_len, math.ceil(max_len_a * int(s)) + max_len_b)) for s in batch["src_len"].tolist()]
+
+
 @torch.no_grad()
 def greedy(
     model, batch: dict, max_len: int, bos_id: int | None = None, eos_id: int | None = None, collect_info: bool = False,
-    pad_id: int | None = None,
+    pad_id: int | None = None, max_len_a: float = 0.0, max_len_b: int = 0,
 ):
     """Greedy decoding. Returns ``(hyps, infos)``: ``hyps`` a list of token-id lists without
     ``<eos>``; ``infos`` (when ``collect_info``) a list per sentence of ``{name: tensor (steps, ...)}``
-    covering the emitted tokens and the ``<eos>`` step. Special ids default to ``model.specials``."""
+    covering the emitted tokens and the ``<eos>`` step. Special ids default to ``model.specials``.
+    ``max_len_a``, ``max_len_b``: the per-sentence bound of :func:`length_limits`."""
     bos_id, eos_id, pad_id = _specials(model, bos_id, eos_id, pad_id)
     enc = model.encode(batch)
     state = model.init_state(enc)
     bsz = batch["ids"].size(0)
     device = batch["ids"].device
+    limits = torch.tensor(length_limits(batch, max_len, max_len_a, max_len_b), device=device)
     prev = torch.full((bsz,), bos_id, dtype=torch.long, device=device)
     finished = torch.zeros(bsz, dtype=torch.bool, device=device)
     out, steps_info = [], []
-    for _ in range(max_len):
+    for t in range(int(limits.max())):
         log_probs, state, info = model.step(enc, state, prev)
         tok = _forbid_specials(log_probs, pad_id, bos_id).argmax(-1).masked_fill(finished, eos_id)
         out.append(tok)
         if collect_info:
             steps_info.append({k: v.detach().cpu() for k, v in info.items()})
-        finished |= tok == eos_id
+        finished |= (tok == eos_id) | (limits <= t + 1)  # <eos>, or cut at the sentence's bound
         prev = tok
         if bool(finished.all()):
             break
@@ -103,8 +120,11 @@ def beam_search(
     eos_id: int | None = None,
     alpha: float = 1.0,
     pad_id: int | None = None,
+    max_len_a: float = 0.0,
+    max_len_b: int = 0,
 ) -> list[list[int]]:
-    """Batched beam search; returns the best hypothesis per sentence (token ids, no ``<eos>``)."""
+    """Batched beam search; returns the best hypothesis per sentence (token ids, no ``<eos>``).
+    ``max_len_a``, ``max_len_b``: the per-sentence bound of :func:`length_limits`."""
     if beam_size < 1:
         raise ValueError("beam_size must be >= 1")
     bos_id, eos_id, pad_id = _specials(model, bos_id, eos_id, pad_id)
@@ -122,8 +142,9 @@ def beam_search(
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(bsz)]
     done = [False] * bsz
     offsets = (torch.arange(bsz, device=device) * k).unsqueeze(1)
+    limits = length_limits(batch, max_len, max_len_a, max_len_b)
 
-    for t in range(max_len):
+    for t in range(max(limits)):
         log_probs, state, _ = model.step(enc, state, prev)
         log_probs = _forbid_specials(log_probs, pad_id, bos_id)
         vocab = log_probs.size(-1)
@@ -157,14 +178,26 @@ def beam_search(
         history = torch.cat([history.index_select(0, rows), keep_tok.view(-1, 1)], dim=1)
         scores = keep_scores
         prev = keep_tok.view(-1)
+        for b in range(bsz):
+            if not done[b] and t + 1 >= limits[b]:  # the sentence's bound: no longer hypotheses
+                if not finished[b]:  # none ended with <eos>: take the alive beams as they are
+                    _finish_alive(finished[b], scores[b], history[b * k : (b + 1) * k], alpha)
+                done[b] = True
+        if all(done):
+            break
 
     best: list[list[int]] = []
     for b in range(bsz):
-        if not finished[b]:  # max_len reached without <eos>: take the alive beams as they are
-            for j in range(k):
-                s = float(scores[b, j])
-                if s != float("-inf"):
-                    hyp = history[b * k + j].tolist()
-                    finished[b].append((s / (max(len(hyp), 1) ** alpha), hyp))
+        if not finished[b]:
+            _finish_alive(finished[b], scores[b], history[b * k : (b + 1) * k], alpha)
         best.append(max(finished[b], key=lambda x: x[0])[1] if finished[b] else [])
     return best
+
+
+def _finish_alive(finished: list, scores: torch.Tensor, history: torch.Tensor, alpha: float) -> None:
+    """Add a sentence's alive beams (``scores (k,)``, ``history (k, t)``) to its finished list."""
+    for j in range(scores.size(0)):
+        s = float(scores[j])
+        if s != float("-inf"):
+            hyp = history[j].tolist()
+            finished.append((s / (max(len(hyp), 1) ** alpha), hyp))

@@ -81,6 +81,8 @@ def translate(
         "cut_at_max_len": result.cut,
         "empty": sum(not h.strip() for h in hyps),
         "max_len": settings.max_len,
+        "max_len_a": settings.max_len_a,
+        "max_len_b": settings.max_len_b,
     }
     log.info("translated %s -> %s: %s", src, out, info)
     if stats_out is not None:

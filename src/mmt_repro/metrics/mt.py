@@ -381,6 +381,12 @@ def score_files(
 DEGENERATE_SHARE = 0.05  # above this share of empty or cut-off hypotheses, tables say so
 
 
+def bound_note(decode_stats: dict) -> str:
+    """``, 2.0 n + 10`` when decoding also bounded hypotheses by the source length n."""
+    a, b = decode_stats.get("max_len_a") or 0, decode_stats.get("max_len_b") or 0
+    return f", {a:g} n + {b}" if a else ""
+
+
 def degenerate_output(hyp_lines: Sequence[str], decode_stats: dict) -> dict:
     """Counts of empty hypotheses and of hypotheses that hit max_len without ``<eos>``, their
     shares, and a warning (or "") when either share exceeds :data:`DEGENERATE_SHARE`."""
@@ -391,7 +397,8 @@ def degenerate_output(hyp_lines: Sequence[str], decode_stats: dict) -> dict:
     if empty / n > DEGENERATE_SHARE:
         parts.append(f"{100 * empty / n:.1f}% of hypotheses are empty")
     if cut / n > DEGENERATE_SHARE:
-        parts.append(f"{100 * cut / n:.1f}% of hypotheses reached max_len={decode_stats.get('max_len')} without <eos>")
+        parts.append(f"{100 * cut / n:.1f}% of hypotheses reached their length bound (max_len={decode_stats.get('max_len')}"
+                     f"{bound_note(decode_stats)}) without <eos>")
     return {"n": len(hyp_lines), "empty": empty, "cut_at_max_len": cut, "warning": "; ".join(parts)}
 
 

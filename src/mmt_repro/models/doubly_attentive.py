@@ -13,20 +13,29 @@ Equation -> code (``t`` is the decoder step; shapes are ``(batch, ...)``):
 =================  ===========================================================================
 section 2.1        ``encode``: ``h_i = [fwd h_i; bwd h_i]`` -> ``ctx (batch, src_len, 2*enc_dim)``
 s_0 (dl4mt)        ``init_state``: ``s_0 = tanh(W_init mean_i h_i)``
-REC1               ``step``: ``s'_t = GRU(E_y[y_{t-1}], s_{t-1})`` (``self.rec1``)
-eq. 2-4            ``step``: ``self.att_src`` gives ``alpha^src_t (batch, src_len)`` and ``c_t``
-eq. 8              ``step``: ``beta_t = sigmoid(W_beta s_{t-1} + b_beta)`` (``self.beta_gate``)
-eq. 6-7, 9         ``step``: ``self.att_img`` gives ``alpha^img_t (batch, 196)``;
+REC1               ``_core``: ``s'_t = GRU(E_y[y_{t-1}], s_{t-1})`` (``rec1_input``, ``rec1_recurrent``)
+eq. 2-4            ``_core``: ``self.att_src`` gives ``alpha^src_t (batch, src_len)`` and ``c_t``
+eq. 8              ``_core``: ``beta_t = sigmoid(W_beta s_{t-1} + b_beta)`` (``self.beta_gate``)
+eq. 6-7, 9         ``_core``: ``self.att_img`` gives ``alpha^img_t (batch, 196)``;
                    ``i_t = beta_t sum_l alpha^img_{t,l} a_l``
-eq. 10 (REC2)      ``_rec2``: ``z_t, r_t, underline s_t, s_t`` with separate ``W^src``/``W^img``
+eq. 10 (REC2)      ``_core``/``_gru``: ``z_t, r_t, underline s_t, s_t`` with separate ``W^src``/``W^img``
 eq. 1 / eq. 5      ``_readout``: ``L_o tanh(L_s s_t + L_w E_y[y_{t-1}] + L_cs c_t [+ L_ci i_t])``
 section 5          ``init_calixto``: N(0, 0.01^2), orthogonal recurrent matrices, zero biases;
                    dropout 0.5 on the encoder RNN, the image features, the decoder RNN (one mask
                    for all time steps) and before the output layer.
 =================  ===========================================================================
 
+Decoder dropout is variational (Gal & Ghahramani 2016) as in dl4mt/Nematus, which the paper's
+code builds on: a mask per sentence multiplies the state only where it enters the recurrent
+products, ``U (s_{t-1} * m)``, while the interpolation ``(1 - z) underline s + z s_{t-1}``
+carries the unmasked state, so the state stays within [-1, 1] (masking the carried state
+scales a unit that holds its value by 1/(1-p) at every step). REC1 and REC2 have masks of
+their own.
+
 The shared decoder (:mod:`mmt_repro.decode.search`) drives ``encode``/``init_state``/``step``;
-the shared trainer calls ``forward``, which is teacher forcing over the same ``step``.
+the shared trainer calls ``forward``, which is teacher forcing over the same ``_core``, with
+the input projections of every step in one matrix product beforehand and the output layer
+and softmax of every step in one product afterwards.
 """
 
 from __future__ import annotations
@@ -53,7 +62,7 @@ class NMTConfig:
     dec_dim: int = 1024  # decoder (conditional GRU) state size
     att_dim: int = 1024  # hidden size of the attention MLP
     dropout_enc: float = 0.5  # variational dropout on the encoder bi-RNN input and output
-    dropout_dec: float = 0.5  # variational dropout on the decoder recurrent state
+    dropout_dec: float = 0.5  # variational dropout on the decoder state where it enters U (REC1, REC2)
     dropout_out: float = 0.5  # dropout before emitting the target word
     init_std: float = 0.01  # std of the Gaussian init of non-recurrent matrices
 
@@ -84,7 +93,9 @@ class _CGRUBase(MMTModel):
         self.tgt_emb = nn.Embedding(tgt_vocab_size, c.emb_dim, padding_idx=self.specials.pad)
         self.encoder = nn.GRU(c.emb_dim, c.enc_dim, batch_first=True, bidirectional=True)
         self.init_proj = nn.Linear(ctx_dim, c.dec_dim)  # W_init
-        self.rec1 = nn.GRUCell(c.emb_dim, c.dec_dim)  # REC1
+        # REC1: W_z, W_r, W of E_y[y_{t-1}] (one product for the three gates) and U_z, U_r, U.
+        self.rec1_input = nn.Linear(c.emb_dim, 3 * c.dec_dim, bias=True)
+        self.rec1_recurrent = nn.Linear(c.dec_dim, 3 * c.dec_dim, bias=True)
         self.att_src = MLPAttention(c.dec_dim, ctx_dim, c.att_dim)  # eq. 2-4
         # REC2 (eq. 10): z, r and the candidate each get W^src c_t (+ W^img i_t) + U s'_t.
         self.rec2_src = nn.Linear(ctx_dim, 3 * c.dec_dim, bias=False)  # W_z^src, W_r^src, W^src
@@ -99,11 +110,7 @@ class _CGRUBase(MMTModel):
             self.beta_gate = nn.Linear(c.dec_dim, 1)  # eq. 8: W_beta, b_beta
             self.rec2_img = nn.Linear(c.img_dim, 3 * c.dec_dim, bias=False)  # W_z^img, W_r^img, W^img
             self.out_i = nn.Linear(c.img_dim, c.emb_dim, bias=False)  # L_ci
-        init_calixto(self, c.init_std)
-        with torch.no_grad():
-            # Orthogonal blocks for the hand-written recurrent matrix of REC2 as well.
-            for block in self.rec2_recurrent.weight.data.chunk(3, dim=0):
-                nn.init.orthogonal_(block)
+        init_calixto(self, c.init_std)  # the U matrices of REC1 and REC2: orthogonal blocks
 
     # ------------------------------------------------------------------ encoder
     def encode(self, batch: dict) -> dict:
@@ -126,7 +133,8 @@ class _CGRUBase(MMTModel):
             "ctx": ctx,
             "ctx_mask": mask,
             "ctx_proj": self.att_src.precompute(ctx),
-            "dec_mask": variational_mask(bsz, c.dec_dim, c.dropout_dec, ctx, self.training),
+            "dec_mask": variational_mask(bsz, c.dec_dim, c.dropout_dec, ctx, self.training),  # REC1's U
+            "dec_mask2": variational_mask(bsz, c.dec_dim, c.dropout_dec, ctx, self.training),  # REC2's U
         }
         if self.use_image:
             img = batch["img"]
@@ -147,20 +155,40 @@ class _CGRUBase(MMTModel):
         return torch.tanh(self.init_proj(masked_mean(enc["ctx"], enc["ctx_mask"])))
 
     # ------------------------------------------------------------------ decoder
-    def _rec2(self, s1: torch.Tensor, c_t: torch.Tensor, i_t: torch.Tensor | None) -> torch.Tensor:
-        """Eq. 10 (without the image terms when ``i_t`` is None)."""
-        x = self.rec2_src(c_t)
-        if i_t is not None:
-            x = x + self.rec2_img(i_t)
+    @staticmethod
+    def _gru(x: torch.Tensor, h_proj: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """One GRU update from the input products ``x = [W_z x; W_r x; W x] (+ b)`` and the
+        recurrent products ``h_proj = [U_z h'; U_r h'; U h'] + b`` (``h'`` = ``h``, masked in
+        training): ``z``, ``r``, ``underline h = tanh(W x + r * U h')``, then
+        ``(1 - z) underline h + z h`` with the unmasked ``h``."""
         x_z, x_r, x_n = x.chunk(3, dim=-1)
-        h_z, h_r, h_n = self.rec2_recurrent(s1).chunk(3, dim=-1)
+        h_z, h_r, h_n = h_proj.chunk(3, dim=-1)
         z = torch.sigmoid(x_z + h_z)
         r = torch.sigmoid(x_r + h_r)
-        s_cand = torch.tanh(x_n + r * h_n)  # underline s_t
-        return (1.0 - z) * s_cand + z * s1
+        return (1.0 - z) * torch.tanh(x_n + r * h_n) + z * h
+
+    def _core(self, enc: dict, s_prev: torch.Tensor, x1: torch.Tensor):
+        """REC1, the attention(s) and REC2 (eq. 10) of one step, from ``x1 = rec1_input(E_y[y_{t-1}])``.
+        Returns ``s_t``, ``c_t``, ``i_t`` (None without images) and ``info``."""
+        m1, m2 = enc.get("dec_mask"), enc.get("dec_mask2")
+        s1 = self._gru(x1, self.rec1_recurrent(s_prev if m1 is None else s_prev * m1), s_prev)  # s'_t
+        c_t, alpha_src = self.att_src(s1, enc["ctx"], enc["ctx_mask"], enc["ctx_proj"])
+        info = {"alpha_src": alpha_src}
+        x2 = self.rec2_src(c_t)
+        i_t = None
+        if self.use_image:
+            beta = torch.sigmoid(self.beta_gate(s_prev))  # eq. 8, from s_{t-1}
+            a_t, alpha_img = self.att_img(s1, enc["img"], enc.get("img_mask"), enc["img_proj"])  # eq. 6-7
+            i_t = beta * a_t  # eq. 9
+            x2 = x2 + self.rec2_img(i_t)
+            info["alpha_img"] = alpha_img
+            info["beta"] = beta.squeeze(-1)
+        s_t = self._gru(x2, self.rec2_recurrent(s1 if m2 is None else s1 * m2), s1)  # eq. 10
+        return s_t, c_t, i_t, info
 
     def _readout(self, s_t, emb_prev, c_t, i_t) -> torch.Tensor:
-        """Eq. 1 / eq. 5 before the softmax: ``L_o tanh(...)`` -> logits ``(batch, vocab)``."""
+        """Eq. 1 / eq. 5 before the softmax: ``L_o tanh(...)`` -> logits ``(..., vocab)``; any
+        leading dimensions (one step, or all steps of a batch at once)."""
         t = self.out_s(s_t) + self.out_w(emb_prev) + self.out_c(c_t)
         if i_t is not None:
             t = t + self.out_i(i_t)
@@ -173,36 +201,29 @@ class _CGRUBase(MMTModel):
         ``alpha_src (batch, src_len)`` and, with images, ``alpha_img (batch, L)`` and
         ``beta (batch,)``."""
         emb = self.tgt_emb(prev)
-        s_prev = state
-        if enc.get("dec_mask") is not None:
-            s_prev = s_prev * enc["dec_mask"]
-        s1 = self.rec1(emb, s_prev)  # REC1: s'_t
-        c_t, alpha_src = self.att_src(s1, enc["ctx"], enc["ctx_mask"], enc["ctx_proj"])
-        info = {"alpha_src": alpha_src}
-        i_t = None
-        if self.use_image:
-            beta = torch.sigmoid(self.beta_gate(s_prev))  # eq. 8, from s_{t-1}
-            a_t, alpha_img = self.att_img(s1, enc["img"], enc.get("img_mask"), enc["img_proj"])  # eq. 6-7
-            i_t = beta * a_t  # eq. 9
-            info["alpha_img"] = alpha_img
-            info["beta"] = beta.squeeze(-1)
-        s_t = self._rec2(s1, c_t, i_t)
-        logits = self._readout(s_t, emb, c_t, i_t)
-        return F.log_softmax(logits, dim=-1), s_t, info
+        s_t, c_t, i_t, info = self._core(enc, state, self.rec1_input(emb))
+        return F.log_softmax(self._readout(s_t, emb, c_t, i_t), dim=-1), s_t, info
 
     def forward(self, batch: dict) -> dict:
-        """Teacher-forced cross-entropy, summed over target tokens and divided by their count."""
+        """Teacher-forced cross-entropy, summed over target tokens and divided by their count.
+        The same ``_core`` as :meth:`step`; the input projections before the loop and the
+        output layer after it run once for all steps."""
         enc = self.encode(batch)
         state = self.init_state(enc)
         tgt_in, tgt_out = batch["tgt_in"], batch["tgt_out"]
-        steps = []
+        emb = self.tgt_emb(tgt_in)  # (batch, T, emb)
+        x1 = self.rec1_input(emb)
+        states, contexts, images = [], [], []
         for t in range(tgt_in.size(1)):
-            log_probs, state, _ = self.step(enc, state, tgt_in[:, t])
-            steps.append(log_probs)
-        log_probs = torch.stack(steps, dim=1)
+            state, c_t, i_t, _ = self._core(enc, state, x1[:, t])
+            states.append(state)
+            contexts.append(c_t)
+            images.append(i_t)
+        i_all = torch.stack(images, dim=1) if self.use_image else None
+        logits = self._readout(torch.stack(states, dim=1), emb, torch.stack(contexts, dim=1), i_all)
         pad = self.specials.pad
         n_tokens = (tgt_out != pad).sum()
-        nll = F.nll_loss(log_probs.reshape(-1, log_probs.size(-1)), tgt_out.reshape(-1), ignore_index=pad, reduction="sum")
+        nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1), ignore_index=pad, reduction="sum")
         return {"loss": nll / n_tokens.clamp_min(1), "n_tokens": n_tokens}
 
 
