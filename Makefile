@@ -38,6 +38,7 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint --configfile config/smoke.yaml
+	$(BIN)/snakefmt --check Snakefile workflow/rules/*.smk
 
 dryrun: $(STAMP)
 	$(BIN)/snakemake results/tables/all.tsv -n --quiet rules

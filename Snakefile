@@ -49,9 +49,9 @@ onstart:
 
 
 rule all:
+    default_target: True
     input:
         "results/tables/all.tsv",
         "results/data/stats.tsv",
         recipe_targets(),
         all_figures(),
-    default_target: True

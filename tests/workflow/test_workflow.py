@@ -30,6 +30,12 @@ def test_lint_is_clean():
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+def test_rules_are_snakefmt_formatted():
+    files = [str(REPO / "Snakefile"), *map(str, sorted((REPO / "workflow" / "rules").glob("*.smk")))]
+    res = subprocess.run([sys.executable, "-m", "snakefmt", "--check", *files], capture_output=True, text=True)
+    assert res.returncode == 0, f"run: .venv/bin/snakefmt Snakefile workflow/rules/*.smk\n{res.stdout}{res.stderr}"
+
+
 def test_dry_run_of_full_config_resolves_every_target(tmp_path):
     res = snakemake("results/tables/all.tsv", "-n", "--directory", str(tmp_path), "--quiet", "rules")
     out = res.stdout + res.stderr

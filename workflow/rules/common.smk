@@ -87,7 +87,9 @@ MANIFEST = load_manifest(REPO / "config" / "manifest.yaml", config=config)
 MANIFEST_INPUTS = "|".join(sorted(MANIFEST, key=len, reverse=True))
 WMT15_ARCHIVES = list(WMT15_ARCHIVE_NAMES)
 # Datasets made by mmt_repro.data.prepare (one generated rule each, see data.smk).
-PREPARED_CORPORA = [name for name, ds in config["datasets"].items() if ds["source"] in CORPUS_SOURCES]
+PREPARED_CORPORA = [
+    name for name, ds in config["datasets"].items() if ds["source"] in CORPUS_SOURCES
+]
 # Splits and languages of the Multi30k and grounded datasets: data, not code. The config declares
 # them (datasets.<name>.splits/langs; grounded: the keys of `sizes`), the manifest declares the
 # released Multi30k files; an unknown split or language stops planning naming the key and the
@@ -100,12 +102,17 @@ except (ConfigError, DataError) as err:
     sys.exit(f"mmt-repro: {err}")
 # Comparable descriptions generated per grounded training image: as many as any paper
 # back-translates (Multi30k task 2 has 5 per image).
-COMPARABLE_PER_IMAGE = max([s.backtranslation.descriptions for s in SETTINGS.values() if s.backtranslation] or [1])
+COMPARABLE_PER_IMAGE = max(
+    [s.backtranslation.descriptions for s in SETTINGS.values() if s.backtranslation]
+    or [1]
+)
 
 
 def datasets_of(source):
     """A wildcard pattern matching the configured datasets of one source."""
-    names = [name for name, cfg in config["datasets"].items() if cfg["source"] == source]
+    names = [
+        name for name, cfg in config["datasets"].items() if cfg["source"] == source
+    ]
     return "|".join(re.escape(n) for n in names) if names else "(?!)"
 
 
@@ -143,7 +150,9 @@ def enabled_tables():
 
 def dataset_config(dataset):
     if dataset not in config["datasets"]:
-        raise ValueError(f"unknown dataset {dataset!r}; configured: {', '.join(config['datasets'])}")
+        raise ValueError(
+            f"unknown dataset {dataset!r}; configured: {', '.join(config['datasets'])}"
+        )
     return config["datasets"][dataset]
 
 
@@ -158,7 +167,9 @@ def dataset_splits(dataset):
 def dataset_langs(dataset):
     """The configured languages of a Multi30k or grounded dataset (checked at planning)."""
     if dataset not in DATASET_LAYOUT:
-        raise ValueError(f"dataset {dataset!r} has no planned languages; planned: {', '.join(DATASET_LAYOUT)}")
+        raise ValueError(
+            f"dataset {dataset!r} has no planned languages; planned: {', '.join(DATASET_LAYOUT)}"
+        )
     return list(DATASET_LAYOUT[dataset]["langs"])
 
 
@@ -179,10 +190,16 @@ def multimodal(paper, system):
 
 def paper_features(paper, dataset):
     """The feature set a paper uses on a dataset (one per paper and dataset)."""
-    names = {t.get("features") for p, _, t in enabled_tables() if p == paper and t["dataset"] == dataset}
+    names = {
+        t.get("features")
+        for p, _, t in enabled_tables()
+        if p == paper and t["dataset"] == dataset
+    }
     names.discard(None)
     if len(names) > 1:
-        raise ValueError(f"{paper} uses several feature sets on {dataset}: {sorted(names)}; use one")
+        raise ValueError(
+            f"{paper} uses several feature sets on {dataset}: {sorted(names)}; use one"
+        )
     if not names:
         raise ValueError(f"no table of {paper} on {dataset} names its 'features'")
     return names.pop()
@@ -191,7 +208,9 @@ def paper_features(paper, dataset):
 def feature_files(dataset, feature_set, split):
     """npy and index of a split's features, standardised when the config asks for it."""
     std = ".std" if feature_set_config(dataset, feature_set).get("standardize") else ""
-    stem = path("features", dataset=dataset, feature_set=f"{feature_set}{std}", split=split)
+    stem = path(
+        "features", dataset=dataset, feature_set=f"{feature_set}{std}", split=split
+    )
     return {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
 
 
@@ -202,13 +221,27 @@ def model_text(paper, dataset, pair, split, lang):
     rec = recipe(paper)
     chain = rec.chain_for(lang)
     if rec.subword_for(lang) == "bpe":
-        return path("bpe_text", paper=paper, dataset=dataset, pair=pair, split=split, chain=chain, lang=lang)
+        return path(
+            "bpe_text",
+            paper=paper,
+            dataset=dataset,
+            pair=pair,
+            split=split,
+            chain=chain,
+            lang=lang,
+        )
     return path("text", dataset=dataset, split=split, chain=chain, lang=lang)
 
 
 def reference_file(paper, dataset, split, lang):
     """The reference in the scoring form: the recipe's chain without subwords."""
-    return path("text", dataset=dataset, split=split, chain=recipe(paper).chain_for(lang), lang=lang)
+    return path(
+        "text",
+        dataset=dataset,
+        split=split,
+        chain=recipe(paper).chain_for(lang),
+        lang=lang,
+    )
 
 
 def vocab_side(paper, lang):
@@ -216,7 +249,9 @@ def vocab_side(paper, lang):
 
 
 def vocab_file(paper, dataset, pair, lang):
-    return path("vocab", paper=paper, dataset=dataset, pair=pair, side=vocab_side(paper, lang))
+    return path(
+        "vocab", paper=paper, dataset=dataset, pair=pair, side=vocab_side(paper, lang)
+    )
 
 
 def bpe_side(paper, lang):
@@ -242,8 +277,16 @@ def table_runs(paper, table):
 def run_file(kind, paper, table, system, test_set, seed, condition):
     """The translation or score file of one run of a table."""
     t = config["papers"][paper]["tables"][table]
-    return path(kind, paper=paper, system=system, dataset=t["dataset"], split=test_set, pair=t["pair"], seed=seed,
-                condition=condition)
+    return path(
+        kind,
+        paper=paper,
+        system=system,
+        dataset=t["dataset"],
+        split=test_set,
+        pair=t["pair"],
+        seed=seed,
+        condition=condition,
+    )
 
 
 def table_kind(paper, table):
@@ -256,26 +299,43 @@ def table_scores(paper, table):
     t = config["papers"][paper]["tables"][table]
     if table_kind(paper, table) == "analysis":
         return [
-            path("analysis", paper=paper, system=system, dataset=t["dataset"], split=test_set, pair=t["pair"],
-                 seed=seed, analysis=t["analysis"])
-            for system in t["systems"] for test_set in t["test_sets"] for seed in t["seeds"]
+            path(
+                "analysis",
+                paper=paper,
+                system=system,
+                dataset=t["dataset"],
+                split=test_set,
+                pair=t["pair"],
+                seed=seed,
+                analysis=t["analysis"],
+            )
+            for system in t["systems"]
+            for test_set in t["test_sets"]
+            for seed in t["seeds"]
         ]
     return [run_file("score", paper, table, *run) for run in table_runs(paper, table)]
 
 
 def all_tables():
-    return [path("table", paper=paper, table=table) for paper, table, _ in enabled_tables()]
+    return [
+        path("table", paper=paper, table=table) for paper, table, _ in enabled_tables()
+    ]
 
 
 def all_figures():
     """A scores figure per table, and the attention figure of tables with a `figure` block."""
-    figures = [path("figure", paper=paper, table=table, figure="scores.png") for paper, table, _ in enabled_tables()]
+    figures = [
+        path("figure", paper=paper, table=table, figure="scores.png")
+        for paper, table, _ in enabled_tables()
+    ]
     figures += [
         path("figure", paper=paper, table=table, figure="attention.png")
         for paper, table, t in enabled_tables()
         if t.get("figure")
     ]
     return figures
+
+
 # ---------------------------------------------------------------- input functions for rules
 def corpus_plan_of(dataset):
     """(inputs by role, outputs under results/data/<dataset>/) of a prepared corpus."""
@@ -283,17 +343,20 @@ def corpus_plan_of(dataset):
 
 
 def stats_files(wildcards):
-    """"split|lang" -> text file of every split of a corpus, for corpus_stats."""
+    """ "split|lang" -> text file of every split of a corpus, for corpus_stats."""
     return corpus_text_files(wildcards.dataset)
 
 
 def recipe_targets():
     """Every corpus of `data.corpora` through the text chain of each paper that reads it
-    (`data.recipes`; each paper's recipe block), e.g. text/multi30k/val.lc.norm.tok.en."""
+    (`data.recipes`; each paper's recipe block), e.g. text/multi30k/val.lc.norm.tok.en.
+    """
     targets = set()
     for paper, datasets in config["data"].get("recipes", {}).items():
         if paper not in SETTINGS:
-            raise ValueError(f"data.recipes names paper {paper!r}, which is not under `papers`; valid: {', '.join(SETTINGS)}")
+            raise ValueError(
+                f"data.recipes names paper {paper!r}, which is not under `papers`; valid: {', '.join(SETTINGS)}"
+            )
         rec = recipe(paper)
         for ds in datasets:
             if ds not in config["data"]["corpora"]:
@@ -301,7 +364,15 @@ def recipe_targets():
             for key in corpus_text_files(ds):
                 split, lang = key.split("|")
                 if lang in rec.langs:
-                    targets.add(path("text", dataset=ds, split=split, chain=rec.chain_for(lang), lang=lang))
+                    targets.add(
+                        path(
+                            "text",
+                            dataset=ds,
+                            split=split,
+                            chain=rec.chain_for(lang),
+                            lang=lang,
+                        )
+                    )
     return sorted(targets)
 
 
@@ -309,14 +380,26 @@ def corpus_text_files(ds):
     cfg = dataset_config(ds)
     if cfg["source"] in CORPUS_SOURCES:
         names = text_outputs(ds, cfg, MANIFEST)
-    elif ds in DATASET_LAYOUT:  # Multi30k and grounded: the configured splits x languages
-        names = [f"{s}.{lang}" for s in dataset_splits(ds) for lang in dataset_langs(ds)]
+    elif (
+        ds in DATASET_LAYOUT
+    ):  # Multi30k and grounded: the configured splits x languages
+        names = [
+            f"{s}.{lang}" for s in dataset_splits(ds) for lang in dataset_langs(ds)
+        ]
     elif cfg["source"] == "wmt15":
         names = ["train.en", "train.de"]
     else:
-        names = [f"{s}.{lang}" for s in cfg.get("splits", []) for lang in cfg.get("langs", [])]
-    files = {"|".join(name.rsplit(".", 1)): f"results/data/{ds}/{name}" for name in names}
-    if not files and cfg["source"] in CORPUS_SOURCES:  # an image split without captions: count images
+        names = [
+            f"{s}.{lang}"
+            for s in cfg.get("splits", [])
+            for lang in cfg.get("langs", [])
+        ]
+    files = {
+        "|".join(name.rsplit(".", 1)): f"results/data/{ds}/{name}" for name in names
+    }
+    if (
+        not files and cfg["source"] in CORPUS_SOURCES
+    ):  # an image split without captions: count images
         for out in corpus_plan_of(ds)[1]:
             files[f"{Path(out).stem}|images"] = f"results/data/{ds}/{out}"
     return files
@@ -328,7 +411,10 @@ def stats_image_lists(wildcards):
     if cfg["source"] not in ("multi30k", "grounded"):
         return {}
     splits = {key.split("|")[0] for key in corpus_text_files(wildcards.dataset)}
-    return {s: f"results/data/{wildcards.dataset}/image_splits/{s}.txt" for s in sorted(splits)}
+    return {
+        s: f"results/data/{wildcards.dataset}/image_splits/{s}.txt"
+        for s in sorted(splits)
+    }
 
 
 def stats_inputs(wildcards):
@@ -350,7 +436,9 @@ TEXT_CHAIN = r"(lc\.)?(norm\.)?(tok|wp|char)|lc\.norm|lc|norm"
 
 def tokenize_inputs(wildcards):
     """The prepared text, plus BertGen's WordPiece vocabulary for chains with the wp step."""
-    inputs = {"text": f"results/data/{wildcards.dataset}/{wildcards.split}.{wildcards.lang}"}
+    inputs = {
+        "text": f"results/data/{wildcards.dataset}/{wildcards.split}.{wildcards.lang}"
+    }
     if wildcards.chain.endswith("wp"):
         inputs["wordpiece_vocab"] = f"resources/{WORDPIECE_VOCAB_INPUT}/vocab.txt"
     return inputs
@@ -362,10 +450,15 @@ def bpe_training_text(wildcards):
     paper, ds = wildcards.paper, wildcards.dataset
     rec = recipe(paper)
     train = dataset_config(ds)["train"]
-    langs = [lang for lang in wildcards.pair.split("-") if rec.subword_for(lang) == "bpe"]
+    langs = [
+        lang for lang in wildcards.pair.split("-") if rec.subword_for(lang) == "bpe"
+    ]
     if wildcards.side != "joint":
         langs = [wildcards.side]
-    return [path("text", dataset=ds, split=train, chain=rec.chain_for(lang), lang=lang) for lang in langs]
+    return [
+        path("text", dataset=ds, split=train, chain=rec.chain_for(lang), lang=lang)
+        for lang in langs
+    ]
 
 
 def bpe_symbols(wildcards):
@@ -382,7 +475,13 @@ def vocab_max_size(wildcards):
 
 def bpe_codes(wildcards):
     side = bpe_side(wildcards.paper, wildcards.lang)
-    return path("bpe_codes", paper=wildcards.paper, dataset=wildcards.dataset, pair=wildcards.pair, side=side)
+    return path(
+        "bpe_codes",
+        paper=wildcards.paper,
+        dataset=wildcards.dataset,
+        pair=wildcards.pair,
+        side=side,
+    )
 
 
 def train_text(wildcards):
@@ -403,7 +502,15 @@ def corpus_text(paper, ds, pair, corpus, lang):
     rec = recipe(paper)
     chain = rec.chain_for(lang)
     if rec.subword_for(lang) == "bpe":
-        return path("bpe_corpus", paper=paper, dataset=ds, pair=pair, corpus=corpus, chain=chain, lang=lang)
+        return path(
+            "bpe_corpus",
+            paper=paper,
+            dataset=ds,
+            pair=pair,
+            corpus=corpus,
+            chain=chain,
+            lang=lang,
+        )
     return path("text", dataset=corpus, split="train", chain=chain, lang=lang)
 
 
@@ -418,12 +525,16 @@ def training_inputs(wildcards):
     settings = system_settings(paper, wildcards.system)
     corpus = settings.corpus
     if corpus == "train":
-        train_src, train_tgt = model_text(paper, ds, pair, train, src), model_text(paper, ds, pair, train, tgt)
+        train_src, train_tgt = model_text(paper, ds, pair, train, src), model_text(
+            paper, ds, pair, train, tgt
+        )
     elif corpus == "backtranslated":
         stem = path("backtranslation", paper=paper, dataset=ds, pair=pair)
         train_src, train_tgt = f"{stem}/synthetic.src", f"{stem}/synthetic.tgt"
     else:
-        train_src, train_tgt = corpus_text(paper, ds, pair, corpus, src), corpus_text(paper, ds, pair, corpus, tgt)
+        train_src, train_tgt = corpus_text(paper, ds, pair, corpus, src), corpus_text(
+            paper, ds, pair, corpus, tgt
+        )
     inputs = {
         "train_src": train_src,
         "train_tgt": train_tgt,
@@ -435,17 +546,28 @@ def training_inputs(wildcards):
         **resource_files(wildcards),
     }
     if settings.init_from:
-        model = path("model", paper=paper, system=settings.init_from, dataset=ds, pair=pair, seed=wildcards.seed)
+        model = path(
+            "model",
+            paper=paper,
+            system=settings.init_from,
+            dataset=ds,
+            pair=pair,
+            seed=wildcards.seed,
+        )
         inputs["init"] = f"{model}.best.pt"
     if multimodal(paper, wildcards.system):
         if corpus not in ("train", "backtranslated"):
-            raise ValueError(f"{paper}.{wildcards.system}: corpus {corpus!r} has no images for a multimodal model")
+            raise ValueError(
+                f"{paper}.{wildcards.system}: corpus {corpus!r} has no images for a multimodal model"
+            )
         feats = paper_features(paper, ds)
         for split, key in ((train, "train"), (val, "val")):
             files = feature_files(ds, feats, split)
             inputs[f"{key}_npy"], inputs[f"{key}_index"] = files["npy"], files["index"]
         if corpus == "backtranslated":
-            inputs["train_image_list"] = f"{path('backtranslation', paper=paper, dataset=ds, pair=pair)}/images.txt"
+            inputs["train_image_list"] = (
+                f"{path('backtranslation', paper=paper, dataset=ds, pair=pair)}/images.txt"
+            )
     return inputs
 
 
@@ -453,7 +575,9 @@ def resource_files(wildcards):
     """`resource_<name>` -> file of every resource the system declares (pretrained vectors or
     weights, e.g. resources/<input>/<file> of a manifest input)."""
     settings = system_settings(wildcards.paper, wildcards.system)
-    return {f"resource_{name}": str(value) for name, value in settings.resources.items()}
+    return {
+        f"resource_{name}": str(value) for name, value in settings.resources.items()
+    }
 
 
 def train_resources(wildcards):
@@ -468,13 +592,18 @@ def paper_imports(wildcards):
 
 def reference_subword(wildcards):
     """What to undo on the reference before scoring: WordPiece when the chain has the wp step
-    (the reference file then holds pieces); BPE and characters never reach reference files."""
+    (the reference file then holds pieces); BPE and characters never reach reference files.
+    """
     return "wordpiece" if target_subword(wildcards) == "wordpiece" else "none"
 
 
 def table_reference_subword(wildcards):
     tgt = table_config(wildcards)["pair"].split("-")[1]
-    return "wordpiece" if recipe(wildcards.paper).subword_for(tgt) == "wordpiece" else "none"
+    return (
+        "wordpiece"
+        if recipe(wildcards.paper).subword_for(tgt) == "wordpiece"
+        else "none"
+    )
 
 
 def target_subword(wildcards):
@@ -485,26 +614,39 @@ def target_subword(wildcards):
 def backtranslation(paper):
     bt = SETTINGS[paper].backtranslation
     if bt is None:
-        raise ValueError(f"{paper} has no `backtranslation` block in {SETTINGS[paper].path}")
+        raise ValueError(
+            f"{paper} has no `backtranslation` block in {SETTINGS[paper].path}"
+        )
     return bt
 
 
 def backtranslation_inputs(wildcards):
     """The reverse model's translations of the k comparable target files, the real target side
-    in the paper's form, the images each line describes, and the BPE codes of the pair."""
+    in the paper's form, the images each line describes, and the BPE codes of the pair.
+    """
     paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
     src, tgt = pair.split("-")
     bt = backtranslation(paper)
     ks = range(1, bt.descriptions + 1)
     return {
         "synthetic": [
-            path("translation", paper=paper, system=bt.reverse_system, dataset=ds, split=f"train_c{k}",
-                 pair=f"{tgt}-{src}", seed=bt.seed, condition="congruent")
+            path(
+                "translation",
+                paper=paper,
+                system=bt.reverse_system,
+                dataset=ds,
+                split=f"train_c{k}",
+                pair=f"{tgt}-{src}",
+                seed=bt.seed,
+                condition="congruent",
+            )
             for k in ks
         ],
         "targets": [model_text(paper, ds, pair, f"train_c{k}", tgt) for k in ks],
         "image_lists": [f"results/data/{ds}/image_splits/train_c{k}.txt" for k in ks],
-        "codes": path("bpe_codes", paper=paper, dataset=ds, pair=pair, side=bpe_side(paper, src)),
+        "codes": path(
+            "bpe_codes", paper=paper, dataset=ds, pair=pair, side=bpe_side(paper, src)
+        ),
     }
 
 
@@ -530,7 +672,14 @@ def train_train_config(wildcards):
 def translate_inputs(wildcards):
     paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
     src, tgt = pair.split("-")
-    model = path("model", paper=paper, system=wildcards.system, dataset=ds, pair=pair, seed=wildcards.seed)
+    model = path(
+        "model",
+        paper=paper,
+        system=wildcards.system,
+        dataset=ds,
+        pair=pair,
+        seed=wildcards.seed,
+    )
     inputs = {
         "checkpoint": f"{model}.best.pt",
         "src": model_text(paper, ds, pair, wildcards.split, src),
@@ -541,12 +690,18 @@ def translate_inputs(wildcards):
         files = feature_files(ds, paper_features(paper, ds), wildcards.split)
         inputs["features_npy"], inputs["features_index"] = files["npy"], files["index"]
     elif getattr(wildcards, "condition", "congruent") == "shuffled":
-        raise ValueError(f"{paper}.{wildcards.system} reads no images: no shuffled-image condition")
+        raise ValueError(
+            f"{paper}.{wildcards.system} reads no images: no shuffled-image condition"
+        )
     return inputs
 
 
 def shuffle_seed(wildcards):
-    return SETTINGS[wildcards.paper].scoring.shuffle_seed if wildcards.condition == "shuffled" else None
+    return (
+        SETTINGS[wildcards.paper].scoring.shuffle_seed
+        if wildcards.condition == "shuffled"
+        else None
+    )
 
 
 def scoring(wildcards):
@@ -555,7 +710,12 @@ def scoring(wildcards):
 
 
 def reference_text(wildcards):
-    return reference_file(wildcards.paper, wildcards.dataset, wildcards.split, wildcards.pair.split("-")[1])
+    return reference_file(
+        wildcards.paper,
+        wildcards.dataset,
+        wildcards.split,
+        wildcards.pair.split("-")[1],
+    )
 
 
 def score_meta(wildcards):
@@ -574,7 +734,9 @@ def score_meta(wildcards):
 
 def image_inputs(wildcards):
     """The split's image list, plus the image folder when the workflow makes it."""
-    inputs = {"image_list": f"results/data/{wildcards.dataset}/image_splits/{wildcards.split}.txt"}
+    inputs = {
+        "image_list": f"results/data/{wildcards.dataset}/image_splits/{wildcards.split}.txt"
+    }
     if dataset_config(wildcards.dataset)["source"] == "grounded":
         inputs["images"] = f"results/data/{wildcards.dataset}/images"
     return inputs
@@ -600,18 +762,22 @@ def missing_images_fix(wildcards):
 def feature_set_config(dataset, feature_set):
     sets = dataset_config(dataset).get("features", {})
     if feature_set not in sets:
-        raise ValueError(f"feature set {feature_set!r} is not configured for {dataset}; configured: {', '.join(sets)}")
+        raise ValueError(
+            f"feature set {feature_set!r} is not configured for {dataset}; configured: {', '.join(sets)}"
+        )
     return sets[feature_set]
 
 
 def feature_sets_of(kind):
     """A wildcard pattern matching the configured feature sets of one kind, across datasets."""
-    names = sorted({
-        name
-        for ds in config["datasets"].values()
-        for name, fs in (ds.get("features") or {}).items()
-        if fs.get("kind", "grid") == kind
-    })
+    names = sorted(
+        {
+            name
+            for ds in config["datasets"].values()
+            for name, fs in (ds.get("features") or {}).items()
+            if fs.get("kind", "grid") == kind
+        }
+    )
     return "|".join(re.escape(n) for n in names) if names else "(?!)"
 
 
@@ -625,7 +791,9 @@ def feature_param(key, default=KeyError):
         if key in ("extractor", "layer") and fs.get("kind", "grid") == "grid":
             return wildcards.feature_set.split("-")[0 if key == "extractor" else 1]
         if default is KeyError:
-            raise ValueError(f"feature set {wildcards.feature_set} of {wildcards.dataset} needs the key {key!r}")
+            raise ValueError(
+                f"feature set {wildcards.feature_set} of {wildcards.dataset} needs the key {key!r}"
+            )
         return default
 
     return get
@@ -648,7 +816,12 @@ def train_feature_store(kind):
     def get(wildcards):
         train = dataset_config(wildcards.dataset)["train"]
         ext = "npy" if kind == "npy" else "index.parquet"
-        stem = path("features", dataset=wildcards.dataset, feature_set=wildcards.feature_set, split=train)
+        stem = path(
+            "features",
+            dataset=wildcards.dataset,
+            feature_set=wildcards.feature_set,
+            split=train,
+        )
         return f"{stem}.{ext}"
 
     return get
@@ -661,8 +834,18 @@ def table_config(wildcards):
 def significance_translation_map(wildcards):
     """``"system|test_set|condition|seed"`` -> translation file, for every run of the table."""
     return {
-        f"{system}|{test_set}|{condition}|{seed}": run_file("translation", wildcards.paper, wildcards.table, system, test_set, seed, condition)
-        for system, test_set, seed, condition in table_runs(wildcards.paper, wildcards.table)
+        f"{system}|{test_set}|{condition}|{seed}": run_file(
+            "translation",
+            wildcards.paper,
+            wildcards.table,
+            system,
+            test_set,
+            seed,
+            condition,
+        )
+        for system, test_set, seed, condition in table_runs(
+            wildcards.paper, wildcards.table
+        )
     }
 
 
@@ -673,7 +856,10 @@ def significance_translations(wildcards):
 def significance_reference_map(wildcards):
     t = table_config(wildcards)
     tgt = t["pair"].split("-")[1]
-    return {test_set: reference_file(wildcards.paper, t["dataset"], test_set, tgt) for test_set in t["test_sets"]}
+    return {
+        test_set: reference_file(wildcards.paper, t["dataset"], test_set, tgt)
+        for test_set in t["test_sets"]
+    }
 
 
 def significance_references(wildcards):
@@ -709,28 +895,48 @@ def table_unavailable(wildcards):
 
 
 def make_table_inputs(wildcards):
-    inputs = {"scores": table_scores(wildcards.paper, wildcards.table), "published": PUBLISHED}
+    inputs = {
+        "scores": table_scores(wildcards.paper, wildcards.table),
+        "published": PUBLISHED,
+    }
     if table_kind(wildcards.paper, wildcards.table) == "translation":
-        inputs["significance"] = path("significance", paper=wildcards.paper, table=wildcards.table)
+        inputs["significance"] = path(
+            "significance", paper=wildcards.paper, table=wildcards.table
+        )
     return inputs
 
 
 def analysis_inputs(wildcards):
     """What a registered analysis reads: the attention dump, or translation and reference."""
     t = analysis_table(wildcards)
-    values = dict(paper=wildcards.paper, system=wildcards.system, dataset=wildcards.dataset,
-                  split=wildcards.split, pair=wildcards.pair, seed=wildcards.seed)
+    values = dict(
+        paper=wildcards.paper,
+        system=wildcards.system,
+        dataset=wildcards.dataset,
+        split=wildcards.split,
+        pair=wildcards.pair,
+        seed=wildcards.seed,
+    )
     if t.get("inputs", "attention") == "attention":
         return {"attention": path("attention", **values)}
-    return {"hyp": path("translation", condition="congruent", **values), "ref": reference_text(wildcards)}
+    return {
+        "hyp": path("translation", condition="congruent", **values),
+        "ref": reference_text(wildcards),
+    }
 
 
 def analysis_table(wildcards):
     """The (first) enabled analysis table of this paper that names this analysis."""
     for paper, _, t in enabled_tables():
-        if paper == wildcards.paper and t.get("kind") == "analysis" and t["analysis"] == wildcards.analysis:
+        if (
+            paper == wildcards.paper
+            and t.get("kind") == "analysis"
+            and t["analysis"] == wildcards.analysis
+        ):
             return t
-    raise ValueError(f"no enabled analysis table of {wildcards.paper} names analysis {wildcards.analysis!r}")
+    raise ValueError(
+        f"no enabled analysis table of {wildcards.paper} names analysis {wildcards.analysis!r}"
+    )
 
 
 def analysis_name(wildcards):
@@ -759,14 +965,23 @@ def figure_block(wildcards):
     t = table_config(wildcards)
     fig = t.get("figure")
     if not fig:
-        raise ValueError(f"table {wildcards.paper}.{wildcards.table} has no `figure` block (system, test_set, seed, sentence)")
+        raise ValueError(
+            f"table {wildcards.paper}.{wildcards.table} has no `figure` block (system, test_set, seed, sentence)"
+        )
     return fig
 
 
 def attention_dump_for_figure(wildcards):
     t, fig = table_config(wildcards), figure_block(wildcards)
-    return path("attention", paper=wildcards.paper, system=fig["system"], dataset=t["dataset"], split=fig["test_set"],
-                pair=t["pair"], seed=fig["seed"])
+    return path(
+        "attention",
+        paper=wildcards.paper,
+        system=fig["system"],
+        dataset=t["dataset"],
+        split=fig["test_set"],
+        pair=t["pair"],
+        seed=fig["seed"],
+    )
 
 
 def figure_sentence(wildcards):
@@ -781,14 +996,18 @@ def multi30k_file(kind):
         ds, split = wildcards.dataset, wildcards.split
         key = f"datasets.{ds}"
         if split not in dataset_splits(ds):
-            raise ConfigError(f"{key}.splits: split {split!r} is not configured; valid values: "
-                              f"{', '.join(dataset_splits(ds))} (add it there, and its files to the manifest)")
+            raise ConfigError(
+                f"{key}.splits: split {split!r} is not configured; valid values: "
+                f"{', '.join(dataset_splits(ds))} (add it there, and its files to the manifest)"
+            )
         inp = dataset_config(ds).get("input") or multi30k.TASK1_INPUT
         if kind == "image_list":
             return f"resources/{inp}/{multi30k.image_list_file(split)}"
         if wildcards.lang not in dataset_langs(ds):
-            raise ConfigError(f"{key}.langs: language {wildcards.lang!r} is not configured; valid values: "
-                              f"{', '.join(dataset_langs(ds))}")
+            raise ConfigError(
+                f"{key}.langs: language {wildcards.lang!r} is not configured; valid values: "
+                f"{', '.join(dataset_langs(ds))}"
+            )
         return f"resources/{inp}/{multi30k.text_file(split, wildcards.lang)}"
 
     return get

@@ -8,7 +8,9 @@
 GROUNDED_LAYOUTS = {}
 for _name, _layout in DATASET_LAYOUT.items():
     if dataset_config(_name)["source"] == "grounded":
-        GROUNDED_LAYOUTS.setdefault((tuple(_layout["splits"]), tuple(_layout["langs"])), []).append(_name)
+        GROUNDED_LAYOUTS.setdefault(
+            (tuple(_layout["splits"]), tuple(_layout["langs"])), []
+        ).append(_name)
 
 for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
 
@@ -16,23 +18,27 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
         name:
             "generate_grounded" if _k == 0 else f"generate_grounded_{_names[0]}"
         output:
-            text=expand("results/data/{{dataset}}/{split}.{lang}", split=_splits, lang=_langs),
-            image_lists=expand("results/data/{{dataset}}/image_splits/{split}.txt", split=_splits),
+            text=expand(
+                "results/data/{{dataset}}/{split}.{lang}", split=_splits, lang=_langs
+            ),
+            image_lists=expand(
+                "results/data/{{dataset}}/image_splits/{split}.txt", split=_splits
+            ),
             labels=expand("results/data/{{dataset}}/labels/{split}.tsv", split=_splits),
             images=directory("results/data/{dataset}/images"),
+        log:
+            "results/logs/generate_grounded/{dataset}.log",
+        benchmark:
+            "results/benchmarks/generate_grounded/{dataset}.tsv"
         wildcard_constraints:
             dataset="|".join(re.escape(n) for n in _names),
+        conda:
+            "../../envs/torch.yaml"
         params:
             sizes=dataset_value("sizes"),
             seed=dataset_value("generator_seed"),
             image_size=dataset_value("image_size"),
             langs=list(_langs),
-        log:
-            "results/logs/generate_grounded/{dataset}.log",
-        benchmark:
-            "results/benchmarks/generate_grounded/{dataset}.tsv"
-        conda:
-            "../../envs/torch.yaml"
         script:
             "../scripts/generate_grounded.py"
 
@@ -50,17 +56,17 @@ rule generate_comparable:
             "results/data/{{dataset}}/image_splits/train_c{k}.txt",
             k=range(1, COMPARABLE_PER_IMAGE + 1),
         ),
-    wildcard_constraints:
-        dataset=datasets_of("grounded"),
-    params:
-        per_image=COMPARABLE_PER_IMAGE,
-        seed=dataset_value("generator_seed"),
     log:
         "results/logs/generate_comparable/{dataset}.log",
     benchmark:
         "results/benchmarks/generate_comparable/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=datasets_of("grounded"),
     conda:
         "../../envs/torch.yaml"
+    params:
+        per_image=COMPARABLE_PER_IMAGE,
+        seed=dataset_value("generator_seed"),
     script:
         "../scripts/generate_comparable.py"
 
@@ -68,19 +74,19 @@ rule generate_comparable:
 rule fetch_input:
     output:
         "resources/{input}/{file}",
-    wildcard_constraints:
-        input=MANIFEST_INPUTS,
-        file=".+",
-    params:
-        mirror=config_path("inputs", "mirror"),
-        local=local_input_dir,
     log:
         "results/logs/fetch_input/{input}/{file}.log",
     benchmark:
         "results/benchmarks/fetch_input/{input}/{file}.tsv"
+    wildcard_constraints:
+        input=MANIFEST_INPUTS,
+        file=".+",
     localrule: True
     conda:
         "../../envs/text.yaml"
+    params:
+        mirror=config_path("inputs", "mirror"),
+        local=local_input_dir,
     script:
         "../scripts/fetch_input.py"
 
@@ -97,13 +103,13 @@ rule prepare_multi30k:
         multi30k_file("text"),
     output:
         "results/data/{dataset}/{split}.{lang}",
-    wildcard_constraints:
-        dataset=datasets_of("multi30k"),
-        split=MULTI30K_SPLIT,
     log:
         "results/logs/prepare_multi30k/{dataset}/{split}.{lang}.log",
     benchmark:
         "results/benchmarks/prepare_multi30k/{dataset}/{split}.{lang}.tsv"
+    wildcard_constraints:
+        dataset=datasets_of("multi30k"),
+        split=MULTI30K_SPLIT,
     conda:
         "../../envs/text.yaml"
     script:
@@ -115,13 +121,13 @@ rule prepare_multi30k_image_list:
         multi30k_file("image_list"),
     output:
         "results/data/{dataset}/image_splits/{split}.txt",
-    wildcard_constraints:
-        dataset=datasets_of("multi30k"),
-        split=MULTI30K_SPLIT,
     log:
         "results/logs/prepare_multi30k_image_list/{dataset}/{split}.log",
     benchmark:
         "results/benchmarks/prepare_multi30k_image_list/{dataset}/{split}.tsv"
+    wildcard_constraints:
+        dataset=datasets_of("multi30k"),
+        split=MULTI30K_SPLIT,
     conda:
         "../../envs/text.yaml"
     script:
@@ -133,13 +139,13 @@ rule prepare_multi30k_comparable:
         "resources/multi30k_task2/raw/train.{k}.{lang}.gz",
     output:
         "results/data/multi30k/train_c{k}.{lang}",
-    wildcard_constraints:
-        k="[1-5]",
-        lang="en|de",
     log:
         "results/logs/prepare_multi30k_comparable/train_c{k}.{lang}.log",
     benchmark:
         "results/benchmarks/prepare_multi30k_comparable/train_c{k}.{lang}.tsv"
+    wildcard_constraints:
+        k="[1-5]",
+        lang="en|de",
     conda:
         "../../envs/text.yaml"
     script:
@@ -151,12 +157,12 @@ rule prepare_multi30k_comparable_image_list:
         "resources/multi30k_task2/image_splits/train_images.txt",
     output:
         "results/data/multi30k/image_splits/train_c{k}.txt",
-    wildcard_constraints:
-        k="[1-5]",
     log:
         "results/logs/prepare_multi30k_comparable_image_list/train_c{k}.log",
     benchmark:
         "results/benchmarks/prepare_multi30k_comparable_image_list/train_c{k}.tsv"
+    wildcard_constraints:
+        k="[1-5]",
     conda:
         "../../envs/text.yaml"
     script:
@@ -191,15 +197,15 @@ for _dataset in PREPARED_CORPORA:
             list(corpus_plan_of(_dataset)[0].values()),
         output:
             [f"results/data/{_dataset}/{out}" for out in corpus_plan_of(_dataset)[1]],
-        params:
-            dataset=_dataset,
-            settings=dataset_config(_dataset),
         log:
             f"results/logs/prepare_corpus/{_dataset}.log",
         benchmark:
             f"results/benchmarks/prepare_corpus/{_dataset}.tsv"
         conda:
             "../../envs/text.yaml"
+        params:
+            dataset=_dataset,
+            settings=dataset_config(_dataset),
         script:
             "../scripts/prepare_corpus.py"
 
@@ -209,16 +215,16 @@ rule corpus_stats:
         stats_inputs,
     output:
         "results/data/stats/{dataset}.tsv",
-    params:
-        files=stats_files,
-        image_lists=stats_image_lists,
-        train_split=stats_train_split,
     log:
         "results/logs/corpus_stats/{dataset}.log",
     benchmark:
         "results/benchmarks/corpus_stats/{dataset}.tsv"
     conda:
         "../../envs/text.yaml"
+    params:
+        files=stats_files,
+        image_lists=stats_image_lists,
+        train_split=stats_train_split,
     script:
         "../scripts/corpus_stats.py"
 

@@ -8,22 +8,22 @@ rule translate:
     output:
         translation=PATHS["translation"],
         stats=PATHS["decode_stats"],
-    params:
-        decode=decode_settings,
-        subword=target_subword,
-        shuffle_seed=shuffle_seed,
-        device=config["device"],
-    # Intra-op torch threads; Snakemake scales this down to --cores.
-    threads: 2
-    resources:
-        mem_mb=8000,
-        runtime=240,
-        gpu=gpu_count,
     log:
         "results/logs/translate/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.log",
     benchmark:
         "results/benchmarks/translate/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.tsv"
     conda:
         "../../envs/torch.yaml"
+    # Intra-op torch threads; Snakemake scales this down to --cores.
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=gpu_count,
+    params:
+        decode=decode_settings,
+        subword=target_subword,
+        shuffle_seed=shuffle_seed,
+        device=config["device"],
     script:
         "../scripts/translate.py"

@@ -7,17 +7,17 @@ rule list_media:
     output:
         images="results/data/{dataset}/image_splits/all.txt",
         videos="results/data/{dataset}/video_splits/all.txt",
-    wildcard_constraints:
-        dataset=datasets_of("media"),
-    params:
-        folder=media_folder,
     log:
         "results/logs/list_media/{dataset}.log",
     benchmark:
         "results/benchmarks/list_media/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=datasets_of("media"),
     localrule: True
     conda:
         "../../envs/text.yaml"
+    params:
+        folder=media_folder,
     script:
         "../scripts/list_media.py"
 
@@ -28,8 +28,20 @@ rule extract_features:
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
+    log:
+        "results/logs/extract_features/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/extract_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=feature_sets_of("grid"),
+    conda:
+        "../../envs/torch.yaml"
+    # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
+    threads: 4
+    resources:
+        mem_mb=8000,
+        runtime=600,
+        gpu=gpu_count,
     params:
         image_dir=image_dir,
         missing_dir_fix=missing_images_fix,
@@ -39,18 +51,6 @@ rule extract_features:
         image_size=feature_param("image_size"),
         batch_size=32,
         device=config["device"],
-    # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
-    threads: 4
-    resources:
-        mem_mb=8000,
-        runtime=600,
-        gpu=gpu_count,
-    log:
-        "results/logs/extract_features/{dataset}/{feature_set}/{split}.log",
-    benchmark:
-        "results/benchmarks/extract_features/{dataset}/{feature_set}/{split}.tsv"
-    conda:
-        "../../envs/torch.yaml"
     script:
         "../scripts/extract_features.py"
 
@@ -62,8 +62,20 @@ rule extract_regions:
         npy=f"{PATHS['features']}.npy",
         boxes=f"{PATHS['features']}.boxes.npy",
         index=f"{PATHS['features']}.index.parquet",
+    log:
+        "results/logs/extract_regions/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/extract_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=feature_sets_of("regions"),
+    conda:
+        "../../envs/torch.yaml"
+    # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
+    threads: 4
+    resources:
+        mem_mb=12000,
+        runtime=1440,
+        gpu=gpu_count,
     params:
         image_dir=image_dir,
         missing_dir_fix=missing_images_fix,
@@ -76,18 +88,6 @@ rule extract_regions:
         min_size=feature_param("min_size", None),
         max_size=feature_param("max_size", None),
         device=config["device"],
-    # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
-    threads: 4
-    resources:
-        mem_mb=12000,
-        runtime=1440,
-        gpu=gpu_count,
-    log:
-        "results/logs/extract_regions/{dataset}/{feature_set}/{split}.log",
-    benchmark:
-        "results/benchmarks/extract_regions/{dataset}/{feature_set}/{split}.tsv"
-    conda:
-        "../../envs/torch.yaml"
     script:
         "../scripts/extract_regions.py"
 
@@ -98,8 +98,20 @@ rule extract_video:
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
+    log:
+        "results/logs/extract_video/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/extract_video/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=feature_sets_of("video"),
+    conda:
+        "../../envs/torch.yaml"
+    # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
+    threads: 4
+    resources:
+        mem_mb=12000,
+        runtime=1440,
+        gpu=gpu_count,
     params:
         video_dir=video_dir,
         weights=feature_param("weights"),
@@ -107,18 +119,6 @@ rule extract_video:
         frames_per_segment=feature_param("frames_per_segment", 8),
         crop_size=feature_param("crop_size", 224),
         device=config["device"],
-    # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
-    threads: 4
-    resources:
-        mem_mb=12000,
-        runtime=1440,
-        gpu=gpu_count,
-    log:
-        "results/logs/extract_video/{dataset}/{feature_set}/{split}.log",
-    benchmark:
-        "results/benchmarks/extract_video/{dataset}/{feature_set}/{split}.tsv"
-    conda:
-        "../../envs/torch.yaml"
     script:
         "../scripts/extract_video.py"
 
@@ -129,20 +129,20 @@ rule import_features:
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
+    log:
+        "results/logs/import_features/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/import_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=feature_sets_of("pretrained"),
+    conda:
+        "../../envs/torch.yaml"
     params:
         kind=feature_param("import"),
         src=pretrained_source,
         layer=feature_param("layer", None),
         max_boxes=feature_param("max_boxes", 36),
         n_segments=feature_param("n_segments", None),
-    log:
-        "results/logs/import_features/{dataset}/{feature_set}/{split}.log",
-    benchmark:
-        "results/benchmarks/import_features/{dataset}/{feature_set}/{split}.tsv"
-    conda:
-        "../../envs/torch.yaml"
     script:
         "../scripts/import_features.py"
 
@@ -156,12 +156,12 @@ rule standardize_features:
     output:
         npy="results/features/{dataset}/{feature_set}.std/{split}.npy",
         index="results/features/{dataset}/{feature_set}.std/{split}.index.parquet",
-    wildcard_constraints:
-        feature_set=feature_sets_of("grid"),
     log:
         "results/logs/standardize_features/{dataset}/{feature_set}/{split}.log",
     benchmark:
         "results/benchmarks/standardize_features/{dataset}/{feature_set}/{split}.tsv"
+    wildcard_constraints:
+        feature_set=feature_sets_of("grid"),
     conda:
         "../../envs/torch.yaml"
     script:

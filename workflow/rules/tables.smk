@@ -7,6 +7,12 @@ rule test_significance:
         references=significance_references,
     output:
         PATHS["significance"],
+    log:
+        "results/logs/test_significance/{paper}/{table}.log",
+    benchmark:
+        "results/benchmarks/test_significance/{paper}/{table}.tsv"
+    conda:
+        "../../envs/eval.yaml"
     params:
         translations=significance_translation_map,
         references=significance_reference_map,
@@ -16,12 +22,6 @@ rule test_significance:
         n_samples=1000,
         tokenize=significance_tokenize,
         ref_subword=table_reference_subword,
-    log:
-        "results/logs/test_significance/{paper}/{table}.log",
-    benchmark:
-        "results/benchmarks/test_significance/{paper}/{table}.tsv"
-    conda:
-        "../../envs/eval.yaml"
     script:
         "../scripts/test_significance.py"
 
@@ -36,9 +36,6 @@ rule make_table:
             category="Tables",
             subcategory="{paper}",
         ),
-    params:
-        note=table_note,
-        unavailable=table_unavailable,
     log:
         "results/logs/make_table/{paper}/{table}.log",
     benchmark:
@@ -46,6 +43,9 @@ rule make_table:
     localrule: True
     conda:
         "../../envs/eval.yaml"
+    params:
+        note=table_note,
+        unavailable=table_unavailable,
     script:
         "../scripts/make_table.py"
 
@@ -100,8 +100,6 @@ rule plot_attention:
             subcategory="{paper}",
         ),
         pdf="results/figures/{paper}/{table}.attention.pdf",
-    params:
-        index=figure_sentence,
     log:
         "results/logs/plot_attention/{paper}/{table}.log",
     benchmark:
@@ -109,5 +107,7 @@ rule plot_attention:
     localrule: True
     conda:
         "../../envs/eval.yaml"
+    params:
+        index=figure_sentence,
     script:
         "../scripts/plot_attention.py"

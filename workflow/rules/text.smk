@@ -24,14 +24,14 @@ rule learn_bpe:
         bpe_training_text,
     output:
         PATHS["bpe_codes"],
-    params:
-        symbols=bpe_symbols,
     log:
         "results/logs/learn_bpe/{paper}/{dataset}.{pair}.{side}.log",
     benchmark:
         "results/benchmarks/learn_bpe/{paper}/{dataset}.{pair}.{side}.tsv"
     conda:
         "../../envs/text.yaml"
+    params:
+        symbols=bpe_symbols,
     script:
         "../scripts/learn_bpe.py"
 
@@ -57,15 +57,15 @@ rule build_vocab:
         train_text,
     output:
         PATHS["vocab"],
-    params:
-        min_freq=vocab_min_freq,
-        max_size=vocab_max_size,
     log:
         "results/logs/build_vocab/{paper}/{dataset}.{pair}.{side}.log",
     benchmark:
         "results/benchmarks/build_vocab/{paper}/{dataset}.{pair}.{side}.tsv"
     conda:
         "../../envs/text.yaml"
+    params:
+        min_freq=vocab_min_freq,
+        max_size=vocab_max_size,
     script:
         "../scripts/build_vocab.py"
 

@@ -7,6 +7,18 @@ rule train_model:
     output:
         best=f"{PATHS['model']}.best.pt",
         curve=f"{PATHS['model']}.curve.tsv",
+    log:
+        "results/logs/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.log",
+    benchmark:
+        "results/benchmarks/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    # Intra-op torch threads; Snakemake scales this down to --cores.
+    threads: 4
+    resources:
+        mem_mb=16000,
+        runtime=2880,
+        gpu=gpu_count,
     params:
         model=train_model_name,
         model_config=train_model_config,
@@ -16,17 +28,5 @@ rule train_model:
         imports=paper_imports,
         last=f"{PATHS['model']}.last.pt",
         device=config["device"],
-    # Intra-op torch threads; Snakemake scales this down to --cores.
-    threads: 4
-    resources:
-        mem_mb=16000,
-        runtime=2880,
-        gpu=gpu_count,
-    log:
-        "results/logs/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.log",
-    benchmark:
-        "results/benchmarks/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.tsv"
-    conda:
-        "../../envs/torch.yaml"
     script:
         "../scripts/train_model.py"
