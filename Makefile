@@ -10,7 +10,7 @@ CORES ?= 2
 SMOKE_DIR ?= .
 STAMP := $(VENV)/.installed
 
-.PHONY: smoke test test-fast venv lint dryrun bench-plan bench-load clean-results
+.PHONY: smoke test test-fast venv lint dryrun bench-plan bench-load bench-peer clean-results
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,13 @@ bench-plan: $(STAMP)
 
 bench-load: $(STAMP)
 	$(BIN)/python benchmarks/bench_load.py
+
+# Ours against JoeyNMT 2.3.0 on real Multi30k text (installs the peer into .venv-peer first):
+#   make bench-peer                                    # 4-min budget, 3 repeats (~35 min)
+#   make bench-peer BENCH_PEER_ARGS="--budget-min 40 --repeats 1"   # the full run
+bench-peer: $(STAMP)
+	benchmarks/peer/setup_peer.sh
+	$(BIN)/python benchmarks/peer/bench_peer.py $(BENCH_PEER_ARGS)
 
 clean-results:
 	rm -rf results .snakemake
