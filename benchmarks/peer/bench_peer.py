@@ -57,7 +57,7 @@ LANGS = ("en", "de")
 BPE_MERGES = 10000
 MAX_LEN = 80
 LOG_EVERY = 50
-STEPS_PER_EPOCH = 453  # 28,975 training pairs (after the length filter) / 64, rounded down
+PEER_VALIDATE_EVERY = 450  # ~one epoch (454 batches of 64), as ours validates; JoeyNMT wants a multiple of LOG_EVERY
 
 # The matched GRU. Ours is the conditional GRU of Calixto et al.'s text-only NMT
 # (models/doubly_attentive.py); JoeyNMT's is its recurrent encoder-decoder with Bahdanau attention.
@@ -72,6 +72,8 @@ DIFFERENCES = [
     "(config/cpu_multi30k.yaml); JoeyNMT its defaults (Xavier uniform, normal embeddings)",
     "dropout 0.3: ours variational on the encoder input/output and the decoder's recurrent products, plus "
     "before the output; JoeyNMT on embeddings, between layers and before the attentional layer",
+    "learning rate: constant 1e-3 in both (JoeyNMT 2.3.0 needs a scheduler: 'exponential' with factor 1.0; "
+    "its 'plateau' fails on torch 2.14)",
     "beam length normalisation: ours score / length^1.0; JoeyNMT GNMT's ((5 + length) / 6)^1.0",
     "length bound: ours min(80, 2n + 10) for n source tokens; JoeyNMT 1.5x the longest source of the batch",
 ]
@@ -98,8 +100,11 @@ def joey_config(data: Path, model_dir: Path, threads: int, mode: str, beam: int 
                     **({"load_model": str(load_model)} if load_model else {})},
         "training": {"optimizer": "adam", "learning_rate": GRU["lr"], "learning_rate_min": 1e-8,
                      "clip_grad_norm": GRU["clip"], "batch_size": GRU["batch"], "batch_type": "sentence",
-                     "normalization": "tokens", "scheduling": None, "epochs": 1000, "shuffle": True,
-                     "validation_freq": STEPS_PER_EPOCH, "logging_freq": LOG_EVERY, "eval_metrics": ["bleu"],
+                     "normalization": "tokens",
+                     # 2.3.0 refuses a config without a scheduler, and its 'plateau' passes `verbose`, which
+                     # torch 2.14 no longer takes: exponential decay by a factor 1.0 = constant lr
+                     "scheduling": "exponential", "decrease_factor": 1.0, "epochs": 1000, "shuffle": True,
+                     "validation_freq": PEER_VALIDATE_EVERY, "logging_freq": LOG_EVERY, "eval_metrics": ["bleu"],
                      "early_stopping_metric": "bleu", "keep_best_ckpts": 1, "overwrite": True,
                      "print_valid_sents": [0]},
         "model": {
@@ -184,9 +189,11 @@ def run(cmd: list[str], log: Path, threads: int, stop_after_s: float | None = No
 
 
 def median_rate(values: list[float]) -> float:
-    if len(values) < 2:
-        raise RuntimeError("fewer than two logged training rates: raise --budget-min")
-    return statistics.median(values[1:])
+    """Median of the logged rates without the first (warm-up) one; a budget too short for two
+    logs keeps the one it has."""
+    if not values:
+        raise RuntimeError("no logged training rate: raise --budget-min")
+    return statistics.median(values[1:] or values)
 
 
 # --- ours ------------------------------------------------------------------------------------
@@ -200,7 +207,7 @@ def ours_train(data: Path, out: Path, args) -> dict:
                                          "max_epochs": 1000, "patience": 1000})]
     info = run(cmd, out / "train.log", args.threads, args.budget_min * 60, signal.SIGTERM, ok_codes=(0, 75))
     rates = [float(m) for m in re.findall(r" ([0-9.]+) tok/s", (out / "train.log").read_text())]
-    # each logged rate covers the epoch so far; the per-interval rate comes from consecutive pairs
+    # each of our logged rates covers the epoch so far (JoeyNMT's: the last 50 updates)
     steps = [int(m) for m in re.findall(r"step (\d+) train_loss", (out / "train.log").read_text())]
     info.update(tok_s=median_rate(rates), updates=max(steps, default=0))
     return info
@@ -224,6 +231,7 @@ def peer_train(data: Path, out: Path, args) -> dict:
     import yaml
 
     model_dir = out / "model"
+    out.mkdir(parents=True, exist_ok=True)
     cfg = out / "train.yaml"
     cfg.write_text(yaml.safe_dump(joey_config(data, model_dir, args.threads, "train")))
     cmd = [str(args.peer_python), "-m", "joeynmt", "train", str(cfg), "--skip-test"]
@@ -318,6 +326,7 @@ def main() -> None:
     ap.add_argument("--datasets", type=Path, default=REPO.parent / "shared" / "datasets")
     ap.add_argument("--work", type=Path, default=REPO / "results" / "benchmarks" / "peer_work")
     ap.add_argument("--json", type=Path, default=REPO / "results" / "benchmarks" / "peer.json")
+    ap.add_argument("--only", choices=tuple(TOOLKITS), help="run one toolkit (debugging; no table)")
     ap.add_argument("--peer-python", type=Path, default=REPO / ".venv-peer" / "bin" / "python")
     args = ap.parse_args()
     if not args.peer_python.exists():
@@ -331,7 +340,12 @@ def main() -> None:
         order = ("ours", "peer") if rep % 2 else ("peer", "ours")
         print(f"repeat {rep}/{args.repeats} ({' then '.join(order)})", flush=True)
         for name in order:
+            if args.only and name != args.only:
+                continue
             runs[name].append(one_run(name, data, args.work / f"{name}.r{rep}", refs, args))
+    if args.only:
+        print(json.dumps(runs, indent=1))
+        return
     rows = table(runs)
     print(f"\n{os.cpu_count()} CPUs, {args.threads} threads, {args.budget_min:g}-min training budget, "
           f"{args.repeats} repeats, commit {commit()}")

@@ -267,3 +267,32 @@ def test_length_bound_relative_to_the_source_cuts_greedy_and_beam_alike():
     assert beam_search(m, batch, beam_size=1, max_len=12, max_len_a=0.5, max_len_b=1) == bounded
     for hyp, lim in zip(beam_search(m, batch, beam_size=3, max_len=12, max_len_a=0.5, max_len_b=1), limits):
         assert len(hyp) <= lim
+
+
+def test_beam_search_drops_done_sentences_and_matches_one_by_one():
+    # Sentences reach their bounds (min(12, n + 1): 6, 5, 3, 6 tokens) at different steps; a done sentence
+    # leaves the flat batch, and no sentence's result depends on the others in its batch.
+    m = make("doubly_attentive.nmt", TINY, seed=5)
+    batch = tiny_batch(bsz=4, seed=2)
+    batch["src"][:, :] = batch["src"].clamp(min=4)
+    batch["src_len"] = torch.tensor([5, 4, 2, 5])
+    for i, n in enumerate(batch["src_len"].tolist()):
+        batch["src"][i, n:] = 0
+    rows_stepped = []
+    step = m.step
+
+    def counting_step(enc, state, prev):
+        rows_stepped.append(prev.size(0))
+        return step(enc, state, prev)
+
+    m.step = counting_step
+    together = beam_search(m, batch, beam_size=3, max_len=12, max_len_a=1.0, max_len_b=1)
+    assert rows_stepped == [12, 12, 12, 9, 9, 6]  # 4 sentences x 3 beams; the 3-, then the 5-token one leave
+    alone = []
+    for i in range(4):
+        one = {k: v[i : i + 1] for k, v in batch.items() if k in ("src", "src_len", "ids")}
+        one["src"] = one["src"][:, : int(one["src_len"])]
+        alone += beam_search(m, one, beam_size=3, max_len=12, max_len_a=1.0, max_len_b=1)
+    assert together == alone
+    # untrained: three run to their bound (6, 3, 6); the second ends with <eos> at once
+    assert [len(h) for h in together] == [6, 0, 3, 6]

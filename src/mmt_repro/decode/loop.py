@@ -45,18 +45,23 @@ def decode_batch(model, batch: dict, settings: DecodeSettings, collect_info: boo
 
 
 def decode_data(model, data, settings: DecodeSettings, device, collect_info: bool = False) -> Decoded:
-    """Decode every example of ``data`` (a :class:`~mmt_repro.data.batching.ParallelData`) in order."""
+    """Decode every example of ``data`` (a :class:`~mmt_repro.data.batching.ParallelData`); the
+    batches hold sentences of similar source length, and the results come back in data order."""
     model.eval()
-    out = Decoded(infos=[] if collect_info else None)
+    n = data.n_examples
+    hyps: list = [None] * n
+    infos: list = [None] * n
+    cut = 0
     with torch.inference_mode():
-        for batch in data.eval_batches(settings.batch_size):
-            ids, infos = decode_batch(model, move(batch, device), settings, collect_info)
-            out.hyps.extend(ids)
+        for batch in data.eval_batches(settings.batch_size, by_length=True):
+            ids, batch_infos = decode_batch(model, move(batch, device), settings, collect_info)
             limits = length_limits(batch, settings.max_len, settings.max_len_a, settings.max_len_b)
-            out.cut += sum(len(h) >= lim for h, lim in zip(ids, limits))
-            if collect_info:
-                out.infos.extend(infos)
-    return out
+            cut += sum(len(h) >= lim for h, lim in zip(ids, limits))
+            for j, i in enumerate(batch["ids"].tolist()):
+                hyps[i] = ids[j]
+                if collect_info:
+                    infos[i] = batch_infos[j]
+    return Decoded(hyps=hyps, infos=infos if collect_info else None, cut=cut)
 
 
 def to_text(hyps: list[list[int]], tgt_vocab, subword: str = "none") -> list[str]:

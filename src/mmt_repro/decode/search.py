@@ -14,8 +14,10 @@ The batch size is the number of example ids (``batch["ids"]``), so tasks without
 
 Beam search keeps ``beam_size`` hypotheses per sentence in one flat batch of
 ``batch * beam_size`` rows, finalises a hypothesis when it emits ``<eos>`` among the top
-``beam_size`` candidates, and ranks finished hypotheses by ``score / length ** alpha``
-(``alpha = 0``: raw log-probability; ``1``: per-token average), where length counts ``<eos>``.
+``beam_size`` candidates, and a sentence is done when it has ``beam_size`` finished
+hypotheses (Nematus, which Calixto et al. used) or reaches its length bound; a done sentence
+leaves the flat batch, so later steps run only the rows still searching. It ranks finished
+hypotheses by ``score / length ** alpha`` (``alpha = 0``: raw log-probability; ``1``: per-token average), where length counts ``<eos>``.
 
 Hypothesis length is bounded per sentence: ``min(max_len, max_len_a * source_length +
 max_len_b)`` tokens (``max_len_a = 0``: ``max_len`` only; examples without source text:
@@ -140,56 +142,56 @@ def beam_search(
     prev = torch.full((bsz * k,), bos_id, dtype=torch.long, device=device)
     history = torch.empty((bsz * k, 0), dtype=torch.long, device=device)
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(bsz)]
-    done = [False] * bsz
-    offsets = (torch.arange(bsz, device=device) * k).unsqueeze(1)
     limits = length_limits(batch, max_len, max_len_a, max_len_b)
+    # Sentences still searching, by their index in the batch. A sentence that is done leaves the
+    # flat batch (its k rows of enc, state and history), so the model steps only live rows.
+    alive = list(range(bsz))
+    beam_rows = torch.arange(k, device=device)
 
     for t in range(max(limits)):
+        n = len(alive)
         log_probs, state, _ = model.step(enc, state, prev)
         log_probs = _forbid_specials(log_probs, pad_id, bos_id)
         vocab = log_probs.size(-1)
-        cand = (scores.view(-1, 1) + log_probs).view(bsz, k * vocab)
-        n_cand = min(2 * k, k * vocab)
-        top_scores, top_idx = cand.topk(n_cand, dim=1)
+        cand = (scores.view(-1, 1) + log_probs).view(n, k * vocab)
+        top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)
         beam_idx = torch.div(top_idx, vocab, rounding_mode="floor")
         tokens = top_idx % vocab
         is_eos = tokens == eos_id
         length = t + 1
         # Finalise <eos> candidates ranked within the top k.
-        eos_hits = (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero().tolist()
-        for b, r in eos_hits:
-            if done[b]:
-                continue
-            src_row = b * k + int(beam_idx[b, r])
-            hyp = history[src_row].tolist()
-            finished[b].append((float(top_scores[b, r]) / (length**alpha), hyp))
-        for b in range(bsz):
-            if not done[b] and len(finished[b]) >= k:
-                done[b] = True
-        if all(done):
-            break
+        for i, r in (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero().tolist():
+            src_row = i * k + int(beam_idx[i, r])
+            finished[alive[i]].append((float(top_scores[i, r]) / (length**alpha), history[src_row].tolist()))
+        done = [len(finished[b]) >= k for b in alive]
         # Continue with the best k non-<eos> candidates.
         masked = top_scores.masked_fill(is_eos, float("-inf"))
         keep_scores, keep_pos = masked.topk(k, dim=1)
         keep_beam = beam_idx.gather(1, keep_pos)
         keep_tok = tokens.gather(1, keep_pos)
-        rows = (offsets + keep_beam).view(-1)
+        rows = (torch.arange(n, device=device).unsqueeze(1) * k + keep_beam).view(-1)
         state = tree_map(lambda x: x.index_select(0, rows), state)
         history = torch.cat([history.index_select(0, rows), keep_tok.view(-1, 1)], dim=1)
         scores = keep_scores
         prev = keep_tok.view(-1)
-        for b in range(bsz):
-            if not done[b] and t + 1 >= limits[b]:  # the sentence's bound: no longer hypotheses
+        for i, b in enumerate(alive):
+            if not done[i] and t + 1 >= limits[b]:  # the sentence's bound: no longer hypotheses
                 if not finished[b]:  # none ended with <eos>: take the alive beams as they are
-                    _finish_alive(finished[b], scores[b], history[b * k : (b + 1) * k], alpha)
-                done[b] = True
+                    _finish_alive(finished[b], scores[i], history[i * k : (i + 1) * k], alpha)
+                done[i] = True
         if all(done):
             break
+        if any(done):  # drop finished sentences from the flat batch
+            keep = [i for i in range(n) if not done[i]]
+            alive = [alive[i] for i in keep]
+            keep_t = torch.tensor(keep, dtype=torch.long, device=device)
+            flat = (keep_t.unsqueeze(1) * k + beam_rows).view(-1)
+            enc = tree_map(lambda x: x.index_select(0, flat), enc)
+            state = tree_map(lambda x: x.index_select(0, flat), state)
+            history, prev, scores = history.index_select(0, flat), prev.index_select(0, flat), scores.index_select(0, keep_t)
 
     best: list[list[int]] = []
     for b in range(bsz):
-        if not finished[b]:
-            _finish_alive(finished[b], scores[b], history[b * k : (b + 1) * k], alpha)
         best.append(max(finished[b], key=lambda x: x[0])[1] if finished[b] else [])
     return best
 

@@ -49,7 +49,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..tables.analyses import register_analysis
 from .base import MMTModel, Vocabs
-from .layers import MLPAttention, init_calixto, masked_mean, variational_mask
+from .layers import MLPAttention, init_calixto, linear_cross_entropy, masked_mean, variational_mask
 from .registry import register
 
 
@@ -186,14 +186,18 @@ class _CGRUBase(MMTModel):
         s_t = self._gru(x2, self.rec2_recurrent(s1 if m2 is None else s1 * m2), s1)  # eq. 10
         return s_t, c_t, i_t, info
 
-    def _readout(self, s_t, emb_prev, c_t, i_t) -> torch.Tensor:
-        """Eq. 1 / eq. 5 before the softmax: ``L_o tanh(...)`` -> logits ``(..., vocab)``; any
-        leading dimensions (one step, or all steps of a batch at once)."""
+    def _readout_hidden(self, s_t, emb_prev, c_t, i_t) -> torch.Tensor:
+        """Eq. 1 / eq. 5 up to ``L_o``: ``tanh(L_s s_t + L_w E_y[y_{t-1}] + L_c c_t (+ L_ci i_t))``
+        (dropout in training), ``(..., emb_dim)``; any leading dimensions (one step, or all
+        steps of a batch at once)."""
         t = self.out_s(s_t) + self.out_w(emb_prev) + self.out_c(c_t)
         if i_t is not None:
             t = t + self.out_i(i_t)
-        t = F.dropout(torch.tanh(t), p=self.config.dropout_out, training=self.training)
-        return self.out_o(t)
+        return F.dropout(torch.tanh(t), p=self.config.dropout_out, training=self.training)
+
+    def _readout(self, s_t, emb_prev, c_t, i_t) -> torch.Tensor:
+        """Eq. 1 / eq. 5 before the softmax: logits ``L_o tanh(...)``, ``(..., vocab)``."""
+        return self.out_o(self._readout_hidden(s_t, emb_prev, c_t, i_t))
 
     def step(self, enc: dict, state: torch.Tensor, prev: torch.Tensor):
         """One decoder step. ``prev (batch,)`` previous tokens; returns
@@ -220,10 +224,12 @@ class _CGRUBase(MMTModel):
             contexts.append(c_t)
             images.append(i_t)
         i_all = torch.stack(images, dim=1) if self.use_image else None
-        logits = self._readout(torch.stack(states, dim=1), emb, torch.stack(contexts, dim=1), i_all)
+        hidden = self._readout_hidden(torch.stack(states, dim=1), emb, torch.stack(contexts, dim=1), i_all)
         pad = self.specials.pad
         n_tokens = (tgt_out != pad).sum()
-        nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1), ignore_index=pad, reduction="sum")
+        # L_o and the softmax of all steps, chunked (layers.linear_cross_entropy: no (batch x T x V) logits kept)
+        nll = linear_cross_entropy(hidden.reshape(-1, hidden.size(-1)), self.out_o.weight, self.out_o.bias,
+                                   tgt_out.reshape(-1), ignore_index=pad)
         return {"loss": nll / n_tokens.clamp_min(1), "n_tokens": n_tokens}
 
 
