@@ -277,7 +277,10 @@ def one_run(name: str, data: Path, out: Path, refs: list[str], args) -> dict:
     result = {"train": train_fn(data, out, args)}
     for beam in (1, 5):
         d = decode_fn(data, out, beam, args)
-        d["bleu"] = round(corpus_scores(d.pop("hyps"), [refs], metrics=("bleu",), tokenize="none")["bleu"]["value"], 2)
+        hyps = d.pop("hyps")
+        d["bleu"] = round(corpus_scores(hyps, [refs], metrics=("bleu",), tokenize="none")["bleu"]["value"], 2)
+        # decoding speed depends on how long the outputs are: their length beside the reference's
+        d["len_ratio"] = round(sum(len(h.split()) for h in hyps) / sum(len(r.split()) for r in refs), 3)
         result[f"beam{beam}"] = d
     t, g, b = result["train"], result["beam1"], result["beam5"]
     result["peak_rss_mib"] = max(t["peak_rss_mib"], g["peak_rss_mib"], b["peak_rss_mib"])
@@ -286,11 +289,12 @@ def one_run(name: str, data: Path, out: Path, refs: list[str], args) -> dict:
     return result
 
 
-ROWS = [  # label, getter, higher is better
+ROWS = [  # label, getter, higher is better (None: neither)
     ("training target tok/s", lambda r: r["train"]["tok_s"], True),
     ("updates in the budget", lambda r: r["train"]["updates"], True),
     ("greedy decoding sent/s", lambda r: r["beam1"]["sent_s"], True),
     ("beam-5 decoding sent/s", lambda r: r["beam5"]["sent_s"], True),
+    ("beam-5 output/ref length", lambda r: r["beam5"]["len_ratio"], None),
     ("test2016 BLEU, greedy", lambda r: r["beam1"]["bleu"], True),
     ("test2016 BLEU, beam 5", lambda r: r["beam5"]["bleu"], True),
     ("peak RSS MiB", lambda r: r["peak_rss_mib"], False),
@@ -298,7 +302,10 @@ ROWS = [  # label, getter, higher is better
 
 
 def spread(values: list[float]) -> str:
-    return " / ".join(f"{v:.1f}" if abs(v) < 100 else f"{v:.0f}" for v in (min(values), statistics.median(values), max(values)))
+    def fmt(v: float) -> str:
+        return f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}" if abs(v) < 100 else f"{v:.0f}"
+
+    return " / ".join(fmt(v) for v in (min(values), statistics.median(values), max(values)))
 
 
 def table(runs: dict) -> list[dict]:
