@@ -199,8 +199,16 @@ def test_published_calixto_table1_consistent_with_printed_differences():
         "pbsmt_lm_bt", "nmt_bt", "nmt_src_img_bt",
         "pbsmt_concat_wmt", "pbsmt_lm_wmt", "nmt_wmt", "nmt_src_img_wmt",
     ]  # fmt: skip
+    huang = pub[pub.system.str.startswith("huang2016")]  # Huang et al. 2016: BLEU and METEOR only
+    assert sorted(zip(huang.system, huang.metric, huang.value)) == [
+        ("huang2016", "bleu", 35.1), ("huang2016", "meteor", 52.2),
+        ("huang2016_rcnn", "bleu", 36.5), ("huang2016_rcnn", "meteor", 54.1)]  # fmt: skip
+    pub = pub[~pub.system.str.startswith("huang2016")]
     assert len(pub) == len(systems) * len(metrics)
     v = {(r.system, r.metric): r.value for r in pub.itertuples()}
+    # "NMT_SRC+IMG vs. Huang": +1.4 BLEU, +2.8 METEOR; vs. Huang (+RCNN): 0.0, +0.9
+    assert [round(v[("nmt_src_img", m)] - h, 1) for m, h in (("bleu", 35.1), ("meteor", 52.2))] == [1.4, 2.8]
+    assert [round(v[("nmt_src_img", m)] - h, 1) for m, h in (("bleu", 36.5), ("meteor", 54.1))] == [0.0, 0.9]
 
     def diff(a, b):
         return [round(v[(a, m)] - v[(b, m)], 1) for m in metrics]

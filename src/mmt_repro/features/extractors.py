@@ -23,11 +23,15 @@ bilinear with antialiasing), centre-crop ``image_size`` x ``image_size``, scale 
 normalise with the ImageNet mean and standard deviation.
 
 ``weights``:
-  * ``"imagenet"``: torchvision's ``IMAGENET1K_V1`` weights (the original ResNet-50
-    release, closest to the Caffe model the paper used), loaded through torchvision's own
+  * ``"imagenet"``: torchvision's ``IMAGENET1K_V1`` weights, loaded through torchvision's own
     download-and-cache mechanism (``$TORCH_HOME/hub/checkpoints``). ``"imagenet_v2"`` gives
     ``IMAGENET1K_V2``. Without network access and without a cached copy this raises
-    :class:`~mmt_repro.io.DataError` saying how to pre-download them.
+    :class:`~mmt_repro.io.DataError` saying how to pre-download them. These are not the
+    weights Calixto et al. used: He et al.'s original ResNet-50 is a Caffe release, and
+    torchvision's ResNet-50 (its own training run) puts the stride of each downsampling block
+    in the 3x3 convolution ("v1.5") where the Caffe model has it in the first 1x1, so res4f
+    activations differ. The Caffe weights, converted to a PyTorch ``state_dict``, can be given
+    as a path (below).
   * ``"random"``: random initialisation, made deterministic by seeding a forked torch RNG with
     ``seed`` (the global torch RNG is left untouched).
   * a path to a local ``.pth``/``.pt`` file holding a ResNet-50 ``state_dict`` (optionally

@@ -12,7 +12,9 @@ Equation -> code (``t`` is the decoder step; shapes are ``(batch, ...)``):
 
 =================  ===========================================================================
 section 2.1        ``encode``: ``h_i = [fwd h_i; bwd h_i]`` -> ``ctx (batch, src_len, 2*enc_dim)``
-s_0 (dl4mt)        ``init_state``: ``s_0 = tanh(W_init mean_i h_i)``
+section 2, s_0     ``init_state``: ``s_0 = tanh(W_init [fwd h_N; bwd h_1] + b)`` ("a multilayer
+                   perceptron" on the last forward and backward vectors; one layer);
+                   ``init_state: mean`` gives dl4mt's ``tanh(W_init mean_i h_i + b)``
 REC1               ``_core``: ``s'_t = GRU(E_y[y_{t-1}], s_{t-1})`` (``rec1_input``, ``rec1_recurrent``)
 eq. 2-4            ``_core``: ``self.att_src`` gives ``alpha^src_t (batch, src_len)`` and ``c_t``
 eq. 8              ``_core``: ``beta_t = sigmoid(W_beta s_{t-1} + b_beta)`` (``self.beta_gate``)
@@ -31,6 +33,13 @@ products, ``U (s_{t-1} * m)``, while the interpolation ``(1 - z) underline s + z
 carries the unmasked state, so the state stays within [-1, 1] (masking the carried state
 scales a unit that holds its value by 1/(1-p) at every step). REC1 and REC2 have masks of
 their own.
+
+Encoder dropout is variational too, but on the bi-GRU's input (embeddings) and output
+(annotations), one mask per sentence for all positions: the encoder is the fused ``nn.GRU``,
+which has no hook for a mask on its recurrent products. Nematus also masks the encoder state
+inside the recurrence; doing that here would mean a hand-written bi-GRU stepping in Python
+over every source position, for a regulariser the paper does not describe at that level
+("dropout ... in the encoder bidirectional RNN"). Listed in ``docs/doubly_attentive.md``.
 
 The shared decoder (:mod:`mmt_repro.decode.search`) drives ``encode``/``init_state``/``step``;
 the shared trainer calls ``forward``, which is teacher forcing over the same ``_core``, with
@@ -60,11 +69,21 @@ class NMTConfig:
     emb_dim: int = 620  # source and target word embedding size ("620D")
     enc_dim: int = 1024  # size of each encoder GRU direction ("1024D forward + 1024D backward")
     dec_dim: int = 1024  # decoder (conditional GRU) state size
-    att_dim: int = 1024  # hidden size of the attention MLP
+    att_dim: int = 2048  # hidden size of the attention MLP (not stated; dl4mt: the context width, 2 x enc_dim)
     dropout_enc: float = 0.5  # variational dropout on the encoder bi-RNN input and output
     dropout_dec: float = 0.5  # variational dropout on the decoder state where it enters U (REC1, REC2)
     dropout_out: float = 0.5  # dropout before emitting the target word
     init_std: float = 0.01  # std of the Gaussian init of non-recurrent matrices
+    # s_0 (section 2): "a multilayer perceptron ... [whose] input is the concatenation of the last
+    # forward and backward vectors [->h_N; <-h_1]": ``last`` = tanh(W_init [->h_N; <-h_1] + b), one
+    # layer (the paper gives no depth; dl4mt's ff_state has one). ``mean``: dl4mt/Nematus's
+    # tanh(W_init mean_i h_i + b), which the code used before.
+    init_state: str = "last"
+
+    def __post_init__(self):
+        if self.init_state not in ("last", "mean"):
+            raise ValueError(f"init_state={self.init_state!r}: valid values are 'last' (the paper's "
+                             "[->h_N; <-h_1]) and 'mean' (dl4mt's mean of the annotations)")
 
 
 @dataclass
@@ -92,7 +111,7 @@ class _CGRUBase(MMTModel):
         self.src_emb = nn.Embedding(src_vocab_size, c.emb_dim, padding_idx=self.src_pad)
         self.tgt_emb = nn.Embedding(tgt_vocab_size, c.emb_dim, padding_idx=self.specials.pad)
         self.encoder = nn.GRU(c.emb_dim, c.enc_dim, batch_first=True, bidirectional=True)
-        self.init_proj = nn.Linear(ctx_dim, c.dec_dim)  # W_init
+        self.init_proj = nn.Linear(ctx_dim, c.dec_dim)  # W_init (on [->h_N; <-h_1], or the mean)
         # REC1: W_z, W_r, W of E_y[y_{t-1}] (one product for the three gates) and U_z, U_r, U.
         self.rec1_input = nn.Linear(c.emb_dim, 3 * c.dec_dim, bias=True)
         self.rec1_recurrent = nn.Linear(c.dec_dim, 3 * c.dec_dim, bias=True)
@@ -151,8 +170,16 @@ class _CGRUBase(MMTModel):
         return enc
 
     def init_state(self, enc: dict) -> torch.Tensor:
-        """``s_0 = tanh(W_init mean_i h_i)``: ``(batch, dec_dim)``."""
-        return torch.tanh(self.init_proj(masked_mean(enc["ctx"], enc["ctx_mask"])))
+        """``s_0 = tanh(W_init [->h_N; <-h_1] + b)`` (``init_state: last``, section 2) or
+        ``tanh(W_init mean_i h_i + b)`` (``mean``, dl4mt): ``(batch, dec_dim)``. ``->h_N`` is the
+        forward state at each sentence's last real token, ``<-h_1`` the backward state at its first."""
+        ctx, mask = enc["ctx"], enc["ctx_mask"]
+        if self.config.init_state == "mean":
+            return torch.tanh(self.init_proj(masked_mean(ctx, mask)))
+        half = ctx.size(-1) // 2
+        last = (mask.sum(1) - 1).clamp_min(0)
+        fwd_last = ctx[torch.arange(ctx.size(0), device=ctx.device), last, :half]
+        return torch.tanh(self.init_proj(torch.cat([fwd_last, ctx[:, 0, half:]], dim=-1)))
 
     # ------------------------------------------------------------------ decoder
     @staticmethod
