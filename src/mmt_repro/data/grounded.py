@@ -15,7 +15,10 @@ multimodal model carries information.
 Every caption also uses one of several sentence frames (``there is/are ...``, ``i can see
 ...``, ``the picture shows ...``) and, half of the time, a location phrase (``on the left``,
 ``at the top right``, ``in the middle``) computed from the objects' mean position; the location
-is stated in every language, so it is learnable from the text.
+is stated in every language, so it is learnable from the text. The location cell (mean position
+below 40 % / above 60 % of the side) is drawn uniformly and independently of the count, colour and shape, and the objects are then
+placed so that their mean falls in it: no English token says anything about a hidden attribute
+(with freely placed objects and image thirds, a corner meant one object 80-100 % of the time).
 
 Output of :func:`generate_grounded` under ``out_dir``::
 
@@ -266,11 +269,48 @@ def _place_objects(rng: np.random.Generator, count: int, size: int) -> list[tupl
     raise RuntimeError(f"could not place {count} objects in a {size}px image")  # pragma: no cover
 
 
+_CELLS = ((None, "left", "right"), (None, "top", "bottom"))  # horizontal, vertical bands
+
+
+def _place_objects_in_cell(rng: np.random.Generator, count: int, size: int,
+                           cell: tuple[str | None, str | None]) -> list[tuple[float, float, float]]:
+    """Objects as :func:`_place_objects`, translated as a group so that their mean position lies
+    in ``cell`` (:func:`_location`'s bands). Translation keeps sizes, gaps and the crop margin;
+    a configuration that cannot reach the cell is drawn again."""
+    margin = size * (1.0 - 224.0 / 256.0) / 2.0 + 1.0
+    eps = 1e-3 * size
+    near, far = _NEAR * size, _FAR * size
+    bands = {None: (near + eps, far - eps), "left": (0.0, near - eps), "top": (0.0, near - eps),
+             "right": (far + eps, float(size)), "bottom": (far + eps, float(size))}
+    for _ in range(2000):
+        objs = _place_objects(rng, count, size)
+        shift = []
+        for axis, want in enumerate(cell):
+            centres = [o[axis] for o in objs]
+            mean = sum(centres) / count
+            lo = max(max(margin + o[2] - o[axis] for o in objs), bands[want][0] - mean)
+            hi = min(min(size - margin - o[2] - o[axis] for o in objs), bands[want][1] - mean)
+            if lo > hi:
+                break
+            shift.append(float(rng.uniform(lo, hi)))
+        else:
+            moved = [(cx + shift[0], cy + shift[1], r) for cx, cy, r in objs]
+            if _location(moved, size) == cell:
+                return moved
+    raise RuntimeError(f"could not place {count} objects in cell {cell} of a {size}px image")  # pragma: no cover
+
+
+# Location bands of the objects' mean position, as fractions of the side: below _NEAR is
+# left/top, above _FAR right/bottom. Thirds made a corner unreachable for three objects of the
+# generator's sizes (the location then told the count); every count reaches every cell at 0.4/0.6.
+_NEAR, _FAR = 0.4, 0.6
+
+
 def _location(objs, size: int) -> tuple[str | None, str | None]:
     mx = sum(o[0] for o in objs) / len(objs) / size
     my = sum(o[1] for o in objs) / len(objs) / size
-    h = "left" if mx < 1 / 3 else ("right" if mx > 2 / 3 else None)
-    v = "top" if my < 1 / 3 else ("bottom" if my > 2 / 3 else None)
+    h = "left" if mx < _NEAR else ("right" if mx > _FAR else None)
+    v = "top" if my < _NEAR else ("bottom" if my > _FAR else None)
     return h, v
 
 
@@ -278,7 +318,8 @@ def _sample_example(rng: np.random.Generator, name: str, size: int, hide_prob: f
     count = int(COUNTS[rng.integers(len(COUNTS))])
     colour = COLOURS[rng.integers(len(COLOURS))]
     shape = SHAPES[rng.integers(len(SHAPES))]
-    objs = _place_objects(rng, count, size)
+    cell = (_CELLS[0][rng.integers(3)], _CELLS[1][rng.integers(3)])  # independent of the attributes
+    objs = _place_objects_in_cell(rng, count, size, cell)
     hides = rng.random(3) < hide_prob
     frame = FRAMES[rng.integers(len(FRAMES))]
     with_location = bool(rng.random() < 0.5)
@@ -452,7 +493,8 @@ rouges"). The English caption (the source) hides each attribute independently wi
 {summary["hide_prob"]}, using vague words chosen independently of the true value ("some shapes",
 "a thing", "something blue", "two objects"): hidden attributes can only be recovered from the
 image. Captions use one of {len(summary["frames"])} sentence frames and, half of the time, a
-location phrase computed from the mean object position (image thirds), stated in every language.
+location phrase computed from the mean object position (below 40 % / above 60 % of the side; the cell is drawn uniformly,
+independently of count, colour and shape, and the objects placed to fit it), stated in every language.
 
 Settings: seed={summary["seed"]}, image_size={summary["image_size"]}, langs={",".join(summary["langs"])}.
 Splits: {splits}.
