@@ -127,7 +127,7 @@ def test_make_table_means_deltas_and_flags(tmp_path, published):
     text = out.read_text(encoding="utf-8").splitlines()
     assert text[0].split("\t") == COLUMNS
     by_sys_metric = {tuple(line.split("\t")[i] for i in (2, 5, 6)): line.split("\t") for line in text[1:]}
-    assert by_sys_metric[("nmt", "congruent", "bleu")][7:11] == ["34.50", "0.71", "33.7", "0.80"]
+    assert by_sys_metric[("nmt", "congruent", "bleu")][7:12] == ["34.50", "0.71", "33.7", "", "0.80"]  # ours, std, paper, marks, delta
     assert by_sys_metric[("nmt", "congruent", "meteor")][7] == ""
     # deterministic: same inputs in another order give identical bytes
     out2 = tmp_path / "tables" / "t1b.tsv"
@@ -247,3 +247,24 @@ def test_degenerate_seeds_are_named_in_the_row_note(tmp_path, published):
     row = df[(df.system == "nmt") & (df.metric == "bleu")].iloc[0]
     assert row["ours"] == 31.0
     assert row["note"] == "scaled down; seed 2: 31.0% of hypotheses reached max_len=80 without <eos>"
+
+
+def test_paper_significance_marks_carried_as_printed(tmp_path):
+    from mmt_repro.tables.build import format_table, read_table
+
+    pub = tmp_path / "pub.tsv"
+    pub.write_text(
+        "paper\ttable\tsystem\tpair\ttest_set\tmetric\tvalue\tsource\tmarks\n"
+        "toy\tt1\tmmt\ten-de\ttest_2016_flickr\tbleu\t36.5\tToy, Table 1 († better than nmt)\t†‡\n"
+        "toy\tt1\tnmt\ten-de\ttest_2016_flickr\tbleu\t33.7\tToy, Table 1\t\n", encoding="utf-8")
+    out = tmp_path / "t1.tsv"
+    df = make_table([_score_json(tmp_path, "mmt", 1, {"bleu": 35.0})], "toy", "t1", pub, out)
+    assert _row(df, "mmt", "bleu").paper_marks == "†‡" and _row(df, "nmt", "bleu").paper_marks == ""
+    back = read_table(out)
+    assert list(back.paper_marks) == list(df.paper_marks)
+    assert "36.5†‡" in format_table(back)
+    # the real transcription: Calixto et al. Table 1 marks NMT_SRC+IMG's BLEU and TER, nothing else
+    real = read_published(PUBLISHED)
+    marked = real[real.marks != ""]
+    assert sorted(zip(marked.system, marked.metric, marked.marks)) == [("nmt_src_img", "bleu", "†‡"),
+                                                                      ("nmt_src_img", "ter", "†‡")]

@@ -18,6 +18,10 @@ Table columns, in order (:data:`COLUMNS`):
 ``paper_value, delta``
     published value (congruent condition only) and ``ours - paper_value``; empty when either
     side is missing.
+``paper_marks``
+    the paper's own significance marks on that value, as printed (e.g. ``†‡``; their meaning
+    is in the published row's ``source``), from the optional ``marks`` column of
+    ``published_results.tsv``.
 ``p_value``
     from the ``significance`` argument of :func:`make_table`, if given.
 ``signature``
@@ -49,6 +53,7 @@ COLUMNS = [
     "ours",
     "ours_std",
     "paper_value",
+    "paper_marks",
     "delta",
     "n_seeds",
     "p_value",
@@ -56,9 +61,10 @@ COLUMNS = [
     "note",
 ]
 KEY_COLUMNS = ["paper", "table", "system", "pair", "test_set", "condition", "metric"]
-TEXT_COLUMNS = KEY_COLUMNS + ["signature", "note"]
+TEXT_COLUMNS = KEY_COLUMNS + ["paper_marks", "signature", "note"]
 FLOAT_COLUMNS = ["ours", "ours_std", "paper_value", "delta", "p_value"]
 PUBLISHED_COLUMNS = ["paper", "table", "system", "pair", "test_set", "metric", "value", "source"]
+# optional: ``marks``, the paper's significance marks on the value as printed (empty: none)
 CONGRUENT = "congruent"
 NOT_RUN = "not run in this configuration"
 
@@ -75,6 +81,8 @@ def read_published(path: Path) -> pd.DataFrame:
     missing = [c for c in PUBLISHED_COLUMNS if c not in df.columns]
     if missing:
         raise DataError(path, f"missing columns {missing}", f"the header must be: {' '.join(PUBLISHED_COLUMNS)}")
+    if "marks" not in df.columns:
+        df["marks"] = ""
     try:
         df["value"] = df["value"].astype(float)
     except ValueError as err:
@@ -243,9 +251,11 @@ def make_table(
     pub = read_published(published)
     pub = pub[(pub["paper"] == paper) & (pub["table"] == table)]
     paper_values: dict[tuple, float] = {}
+    paper_marks: dict[tuple, str] = {}
     for r in pub.itertuples(index=False):
         key = (r.system, r.pair, r.test_set, CONGRUENT, r.metric)
         paper_values[key] = float(r.value)
+        paper_marks[key] = r.marks
         if key not in rows:
             rows[key] = {"ours": None, "ours_std": None, "n_seeds": 0, "signature": "", "note": NOT_RUN}
 
@@ -266,6 +276,7 @@ def make_table(
                 "ours": r["ours"],
                 "ours_std": r["ours_std"],
                 "paper_value": pv,
+                "paper_marks": paper_marks.get(key, ""),
                 "delta": delta,
                 "n_seeds": r["n_seeds"],
                 "p_value": pvals.get(key),
@@ -381,7 +392,7 @@ def format_table(df: pd.DataFrame) -> str:
                     r.condition,
                     r.metric,
                     ours,
-                    "-" if math.isnan(r.paper_value) else _fmt_published(r.paper_value),
+                    "-" if math.isnan(r.paper_value) else _fmt_published(r.paper_value) + r.paper_marks,
                     "" if math.isnan(r.delta) else f"{r.delta:+.2f}",
                     str(r.n_seeds),
                     "" if math.isnan(r.p_value) else f"{r.p_value:.3g}",
