@@ -358,9 +358,11 @@ def main() -> None:
           f"{args.repeats} repeats, commit {commit()}")
     print(f"{'measure':26s} {'ours min / med / max':>24s} {'peer min / med / max':>24s} {'ours/peer':>9s}")
     for row in rows:
-        print(f"{row['measure']:26s} {spread(row['ours']):>24s} {spread(row['peer']):>24s} {row['ratio_ours_over_peer']:>9.2f}")
+        ours, peer, ratio = spread(row["ours"]), spread(row["peer"]), row["ratio_ours_over_peer"]
+        print(f"{row['measure']:26s} {ours:>24s} {peer:>24s} {ratio:>9.2f}")
     report = {
-        "date": datetime.date.today().isoformat(), "commit": commit(), "machine": platform.processor() or platform.machine(),
+        "date": datetime.date.today().isoformat(), "commit": commit(),
+        "machine": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(), "threads": args.threads, "budget_min": args.budget_min, "repeats": args.repeats,
         "peer": "joeynmt 2.3.0", "model": GRU, "differences": DIFFERENCES, "table": rows, "runs": runs,
     }

@@ -16,9 +16,10 @@ Every caption also uses one of several sentence frames (``there is/are ...``, ``
 ...``, ``the picture shows ...``) and, half of the time, a location phrase (``on the left``,
 ``at the top right``, ``in the middle``) computed from the objects' mean position; the location
 is stated in every language, so it is learnable from the text. The location cell (mean position
-below 40 % / above 60 % of the side) is drawn uniformly and independently of the count, colour and shape, and the objects are then
-placed so that their mean falls in it: no English token says anything about a hidden attribute
-(with freely placed objects and image thirds, a corner meant one object 80-100 % of the time).
+below 40 % / above 60 % of the side) is drawn uniformly and independently of the count, colour
+and shape, and the objects are then placed so that their mean falls in it: no English token
+says anything about a hidden attribute (with freely placed objects and image thirds, a corner
+meant one object 80-100 % of the time).
 
 Output of :func:`generate_grounded` under ``out_dir``::
 
@@ -243,13 +244,18 @@ def _split_rng(seed: int, split: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(split.encode("utf-8"))])
 
 
+def _crop_margin(size: int) -> float:
+    """Pixels at each edge that the ImageNet resize-and-centre-crop (224 of 256) cuts, plus one."""
+    return size * (1.0 - 224.0 / 256.0) / 2.0 + 1.0
+
+
 def _place_objects(rng: np.random.Generator, count: int, size: int) -> list[tuple[float, float, float]]:
     """Non-overlapping (cx, cy, r) circles bounding each object.
 
     Objects stay inside the central ``224/256`` of the picture, the part that survives the
     standard ImageNet resize-and-centre-crop preprocessing, so no object is cut by the crop.
     """
-    margin = size * (1.0 - 224.0 / 256.0) / 2.0 + 1.0
+    margin = _crop_margin(size)
     r_lo, r_hi = _RADIUS[0] * size, _RADIUS[1] * size
     for attempt in range(200):
         shrink = 1.0 - 0.003 * attempt  # very rarely needed; keeps the loop bounded
@@ -269,6 +275,10 @@ def _place_objects(rng: np.random.Generator, count: int, size: int) -> list[tupl
     raise RuntimeError(f"could not place {count} objects in a {size}px image")  # pragma: no cover
 
 
+# Location bands of the objects' mean position, as fractions of the side: below _NEAR is
+# left/top, above _FAR right/bottom. Thirds made a corner unreachable for three objects of the
+# generator's sizes (the location then told the count); every count reaches every cell at 0.4/0.6.
+_NEAR, _FAR = 0.4, 0.6
 _CELLS = ((None, "left", "right"), (None, "top", "bottom"))  # horizontal, vertical bands
 
 
@@ -277,7 +287,7 @@ def _place_objects_in_cell(rng: np.random.Generator, count: int, size: int,
     """Objects as :func:`_place_objects`, translated as a group so that their mean position lies
     in ``cell`` (:func:`_location`'s bands). Translation keeps sizes, gaps and the crop margin;
     a configuration that cannot reach the cell is drawn again."""
-    margin = size * (1.0 - 224.0 / 256.0) / 2.0 + 1.0
+    margin = _crop_margin(size)
     eps = 1e-3 * size
     near, far = _NEAR * size, _FAR * size
     bands = {None: (near + eps, far - eps), "left": (0.0, near - eps), "top": (0.0, near - eps),
@@ -286,8 +296,7 @@ def _place_objects_in_cell(rng: np.random.Generator, count: int, size: int,
         objs = _place_objects(rng, count, size)
         shift = []
         for axis, want in enumerate(cell):
-            centres = [o[axis] for o in objs]
-            mean = sum(centres) / count
+            mean = sum(o[axis] for o in objs) / count
             lo = max(max(margin + o[2] - o[axis] for o in objs), bands[want][0] - mean)
             hi = min(min(size - margin - o[2] - o[axis] for o in objs), bands[want][1] - mean)
             if lo > hi:
@@ -298,12 +307,6 @@ def _place_objects_in_cell(rng: np.random.Generator, count: int, size: int,
             if _location(moved, size) == cell:
                 return moved
     raise RuntimeError(f"could not place {count} objects in cell {cell} of a {size}px image")  # pragma: no cover
-
-
-# Location bands of the objects' mean position, as fractions of the side: below _NEAR is
-# left/top, above _FAR right/bottom. Thirds made a corner unreachable for three objects of the
-# generator's sizes (the location then told the count); every count reaches every cell at 0.4/0.6.
-_NEAR, _FAR = 0.4, 0.6
 
 
 def _location(objs, size: int) -> tuple[str | None, str | None]:
@@ -493,8 +496,9 @@ rouges"). The English caption (the source) hides each attribute independently wi
 {summary["hide_prob"]}, using vague words chosen independently of the true value ("some shapes",
 "a thing", "something blue", "two objects"): hidden attributes can only be recovered from the
 image. Captions use one of {len(summary["frames"])} sentence frames and, half of the time, a
-location phrase computed from the mean object position (below 40 % / above 60 % of the side; the cell is drawn uniformly,
-independently of count, colour and shape, and the objects placed to fit it), stated in every language.
+location phrase computed from the mean object position (below 40 % / above 60 % of the side;
+the cell is drawn uniformly, independently of count, colour and shape, and the objects placed
+to fit it), stated in every language.
 
 Settings: seed={summary["seed"]}, image_size={summary["image_size"]}, langs={",".join(summary["langs"])}.
 Splits: {splits}.

@@ -17,7 +17,8 @@ Beam search keeps ``beam_size`` hypotheses per sentence in one flat batch of
 ``beam_size`` candidates, and a sentence is done when it has ``beam_size`` finished
 hypotheses (Nematus, which Calixto et al. used) or reaches its length bound; a done sentence
 leaves the flat batch, so later steps run only the rows still searching. It ranks finished
-hypotheses by ``score / length ** alpha`` (``alpha = 0``: raw log-probability; ``1``: per-token average), where length counts ``<eos>``.
+hypotheses by ``score / length ** alpha`` (``alpha = 0``: raw log-probability; ``1``:
+per-token average), where length counts ``<eos>``.
 
 Hypothesis length is bounded per sentence: ``min(max_len, max_len_a * source_length +
 max_len_b)`` tokens (``max_len_a = 0``: ``max_len`` only; examples without source text:
@@ -188,7 +189,8 @@ def beam_search(
             flat = (keep_t.unsqueeze(1) * k + beam_rows).view(-1)
             enc = tree_map(lambda x: x.index_select(0, flat), enc)
             state = tree_map(lambda x: x.index_select(0, flat), state)
-            history, prev, scores = history.index_select(0, flat), prev.index_select(0, flat), scores.index_select(0, keep_t)
+            history, prev = history.index_select(0, flat), prev.index_select(0, flat)
+            scores = scores.index_select(0, keep_t)
 
     best: list[list[int]] = []
     for b in range(bsz):
