@@ -38,23 +38,39 @@ from .text.recipes import Recipe
 VISUAL_KINDS = ("none", "grid", "regions", "video")
 
 
+OPTIMIZERS = ("adadelta", "adam", "adamw")
+# When the learning rate changes: never; on a validation plateau; per update (inverse_sqrt,
+# linear: warm-up then decay); per epoch (epoch_decay).
+LR_SCHEDULES = ("constant", "plateau", "inverse_sqrt", "linear", "epoch_decay")
+
+
 @dataclass
 class TrainConfig:
     """Training hyperparameters (shared by every model)."""
 
-    optimizer: str = "adadelta"  # adadelta | adam
-    lr: float = 1.0  # learning rate (ADADELTA's conventional 1.0)
-    weight_decay: float = 0.0  # L2 penalty passed to the optimiser
+    optimizer: str = "adadelta"  # adadelta | adam | adamw (Adam with decoupled weight decay)
+    lr: float = 1.0  # learning rate (ADADELTA's conventional 1.0); the peak of a warm-up schedule
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # Adam/AdamW (beta1, beta2)
+    adam_eps: float = 1e-8  # Adam/AdamW epsilon (ADADELTA keeps its own 1e-6)
+    weight_decay: float = 0.0  # L2 penalty (adadelta, adam) or decoupled weight decay (adamw)
     batch_size: int = 80  # sentences per batch, or target tokens when batch_by_tokens
     batch_by_tokens: bool = False  # batch_size counts target tokens instead of sentences
+    accumulate: int = 1  # batches whose gradients are summed into one update (gradient accumulation)
     max_len: int = 80  # drop training pairs with more tokens than this on either side
     max_epochs: int = 100  # hard limit on epochs
     max_steps: int = 0  # hard limit on updates (0: none)
     time_budget_min: float = 0.0  # stop after this many minutes of training (0: none)
     patience: int = 20  # early stopping: epochs without a better validation BLEU
     clip_norm: float = 1.0  # gradient norm clipping (0: off)
-    lr_schedule: str = "constant"  # constant | plateau (halve lr when val BLEU stalls)
-    lr_patience: int = 2  # plateau schedule: epochs without improvement before halving
+    # constant | plateau (times lr_decay when val BLEU stalls for lr_patience epochs) |
+    # inverse_sqrt (linear warm-up to lr over warmup_steps updates, then lr * sqrt(warmup / step):
+    # Vaswani et al.'s eq. with lr = d_model^-0.5 warmup^-0.5) | linear (warm-up, then linear decay
+    # to 0 at decay_steps) | epoch_decay (times lr_decay after every epoch)
+    lr_schedule: str = "constant"
+    lr_patience: int = 2  # plateau schedule: epochs without improvement before lowering lr
+    lr_decay: float = 0.5  # plateau and epoch_decay: factor applied to lr
+    warmup_steps: int = 0  # inverse_sqrt and linear: updates of linear warm-up from 0 to lr
+    decay_steps: int = 0  # linear: the update at which lr reaches 0 (0: max_epochs x updates per epoch)
     val_beam: int = 1  # beam size for validation decoding (1: greedy)
     val_max_len: int = 80  # maximum length of validation translations
     val_batch_size: int = 64  # sentences per validation batch
@@ -64,10 +80,16 @@ class TrainConfig:
     checkpoint_every: int = 0  # also save the last checkpoint every this many updates (0: per epoch)
 
     def __post_init__(self):
-        if self.optimizer not in ("adadelta", "adam"):
-            raise ValueError(f"unknown optimizer {self.optimizer!r}; valid: adadelta, adam")
-        if self.lr_schedule not in ("constant", "plateau"):
-            raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; valid: constant, plateau")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; valid: {', '.join(LR_SCHEDULES)}")
+        if self.lr_schedule == "inverse_sqrt" and self.warmup_steps < 1:
+            raise ValueError("lr_schedule inverse_sqrt needs warmup_steps >= 1")
+        if self.accumulate < 1:
+            raise ValueError(f"accumulate must be >= 1, got {self.accumulate}")
+        if len(self.adam_betas) != 2:
+            raise ValueError(f"adam_betas needs two values (beta1, beta2), got {self.adam_betas}")
 
 
 def make_dataclass_config(cls, values: dict | None, what: str):

@@ -12,6 +12,7 @@ from mmt_repro.train.trainer import INTERRUPTED_EXIT_CODE, make_train_config, tr
 
 MODEL = dict(emb_dim=16, enc_dim=16, dec_dim=24, att_dim=16, img_dim=4, img_att_dim=8,
              dropout_enc=0.1, dropout_dec=0.1, dropout_out=0.1, dropout_img=0.1, init_std=0.1)
+TEXT_MODEL = {k: v for k, v in MODEL.items() if not k.startswith(("img", "dropout_img"))}
 TRAIN = dict(optimizer="adam", lr=0.01, batch_size=8, max_epochs=3, patience=5, log_every=0, seed=7)
 
 
@@ -97,3 +98,97 @@ def test_checkpoint_vocabulary_mismatch_is_refused(toy_corpus, tmp_path):
 def test_unknown_training_key_is_refused():
     with pytest.raises(ValueError, match="valid keys"):
         make_train_config({"batchsize": 3})
+
+
+# ------------------------------------------------------------------ optimisers and schedules
+def test_inverse_sqrt_is_vaswani_eq_with_peak_lr():
+    """lr = d^-0.5 * min(K^-0.5, K * N^-1.5) (Wu 2020 eq. 8, Vaswani et al.) with the base lr set
+    to its peak d^-0.5 * N^-0.5, for K = 1, 10, N, 2N, 10N."""
+    from mmt_repro.train.trainer import LRFactor
+
+    d, n = 512, 4000
+    peak = d**-0.5 * n**-0.5
+    f = LRFactor("inverse_sqrt", n, 0, 0.5)
+    for k in (1, 10, n, 2 * n, 10 * n):
+        assert peak * f(k - 1) == pytest.approx(d**-0.5 * min(k**-0.5, k * n**-1.5), rel=1e-12)
+
+
+def test_linear_warmup_then_decay_and_epoch_decay_factors():
+    from mmt_repro.train.trainer import LRFactor
+
+    lin = LRFactor("linear", 4, 12, 0.5)
+    assert [lin(i) for i in range(13)] == pytest.approx(
+        [0.25, 0.5, 0.75, 1.0, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8, 0.0, 0.0])
+    ep = LRFactor("epoch_decay", 0, 0, 0.5)
+    assert [ep(i) for i in range(4)] == [1.0, 0.5, 0.25, 0.125]
+
+
+def test_epoch_decay_halves_lr_after_every_epoch_in_the_curve(toy_corpus, tmp_path):
+    run(toy_corpus, tmp_path, lr_schedule="epoch_decay", lr_decay=0.5, max_epochs=3)
+    rows = [r.split("\t") for r in (tmp_path / "curve.tsv").read_text().splitlines()]
+    lr = [float(r[rows[0].index("lr")]) for r in rows[1:]]
+    assert lr == pytest.approx([0.005, 0.0025, 0.00125])  # lr after epochs 1, 2, 3 (base 0.01)
+
+
+def test_linear_schedule_reaches_zero_at_the_last_update_and_resumes(toy_corpus, tmp_path):
+    """decay_steps 0: the decay ends with the last update of max_epochs (3 epochs x 8)."""
+    run(toy_corpus, tmp_path, lr_schedule="linear", warmup_steps=4, max_epochs=3)
+    last = read_checkpoint(tmp_path / "last.pt")
+    assert last["optimizer"]["param_groups"][0]["lr"] == pytest.approx(0.0)
+    assert last["scheduler"]["last_epoch"] == 24
+
+
+def test_frozen_parameters_are_not_given_to_the_optimiser(toy_corpus, tmp_path):
+    from mmt_repro.models import Vocabs, build_model
+    from mmt_repro.train.trainer import _optimizer
+
+    model = build_model("doubly_attentive.nmt", TEXT_MODEL, Vocabs.sizes(10, 12))
+    model.tgt_emb.weight.requires_grad_(False)
+    for name in ("adam", "adamw", "adadelta"):
+        opt = _optimizer(make_train_config({"optimizer": name, "lr": 0.1}), model.parameters())
+        held = {id(p) for g in opt.param_groups for p in g["params"]}
+        assert id(model.tgt_emb.weight) not in held
+        assert len(held) == sum(1 for p in model.parameters() if p.requires_grad)
+    adamw = _optimizer(make_train_config({"optimizer": "adamw", "lr": 1e-3, "adam_betas": [0.9, 0.98],
+                                          "adam_eps": 1e-9, "weight_decay": 1e-4}), model.parameters())
+    assert isinstance(adamw, torch.optim.AdamW)
+    assert adamw.defaults["betas"] == (0.9, 0.98) and adamw.defaults["eps"] == 1e-9
+
+
+def test_accumulated_update_equals_one_batch_of_both(toy_corpus, tmp_path):
+    """Two batches accumulated give the gradient of one batch holding both (per-token mean)."""
+    from mmt_repro.data.batching import ParallelData
+    from mmt_repro.models import Vocabs, build_model
+    from mmt_repro.text.vocab import Vocab
+    from mmt_repro.train import trainer
+
+    d = toy_corpus["dir"]
+    sv, tv = Vocab.load(d / "src.json"), Vocab.load(d / "tgt.json")
+    data = ParallelData(d / "train.src", sv, d / "train.tgt", tv)
+    cfg = dict(TEXT_MODEL, dropout_enc=0.0, dropout_dec=0.0, dropout_out=0.0)
+    grads = []
+    for accumulate, group in ((2, [[0, 1, 2], [3, 4, 5, 6, 7]]), (1, [[0, 1, 2, 3, 4, 5, 6, 7]])):
+        torch.manual_seed(0)
+        model = build_model("doubly_attentive.nmt", cfg, Vocabs.of(sv, tv))
+        tcfg = make_train_config(dict(TRAIN, accumulate=accumulate, clip_norm=0.0, optimizer="adam", lr=0.0))
+        run_ = trainer._Run(cfg=tcfg, model=model, optimizer=trainer._optimizer(tcfg, model.parameters()),
+                            scheduler=None, device=torch.device("cpu"), train_data=data, val_data=data, refs=[],
+                            tgt_vocab=tv, subword="none", vocab_info={}, configs={}, imports=[],
+                            best_checkpoint=tmp_path / "b.pt", last_checkpoint=tmp_path / "l.pt",
+                            curve=tmp_path / "c.tsv")
+        sums: dict = {}
+        trainer._train_step(run_, group, sums)
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+        assert sums["n_tokens"] == sum(len(data.tgt[i]) + 1 for i in range(8))
+    assert grads[0].keys() == grads[1].keys()
+    for name in grads[0]:
+        torch.testing.assert_close(grads[0][name], grads[1][name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("bad, match", [({"optimizer": "sgd"}, "unknown optimizer"),
+                                        ({"lr_schedule": "cosine"}, "unknown lr_schedule"),
+                                        ({"lr_schedule": "inverse_sqrt"}, "warmup_steps"),
+                                        ({"accumulate": 0}, "accumulate")])
+def test_bad_training_settings_are_refused(bad, match):
+    with pytest.raises(ValueError, match=match):
+        make_train_config(bad)

@@ -49,15 +49,51 @@ __all__ = ["INTERRUPTED_EXIT_CODE", "TrainConfig", "make_train_config", "train",
 
 
 def _optimizer(cfg: TrainConfig, params):
+    params = [p for p in params if p.requires_grad]  # frozen tables (e.g. fixed embeddings) stay out
     if cfg.optimizer == "adadelta":
         return torch.optim.Adadelta(params, lr=cfg.lr, rho=0.95, eps=1e-6, weight_decay=cfg.weight_decay)
-    return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    adam = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
+    return adam(params, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
 
 
-def _scheduler(cfg: TrainConfig, optimizer):
+class LRFactor:
+    """The factor on the base learning rate after ``i`` scheduler steps (``LambdaLR``'s lambda;
+    a class so that its settings go into the checkpoint). Per-update schedules see ``i`` =
+    updates done, so update ``u`` (1-based) runs at ``lr * factor(u - 1)``:
+
+    - ``inverse_sqrt``: ``min(u / W, sqrt(W / u))`` (linear warm-up over ``W`` updates to the
+      peak ``lr``, then inverse square root; Vaswani et al. 2017, eq. 3 of section 5.3);
+    - ``linear``: ``u / W`` during warm-up, then ``max(0, (T - u) / (T - W))``;
+    - ``epoch_decay`` (stepped per epoch): ``lr_decay ** epochs done``.
+    """
+
+    def __init__(self, schedule: str, warmup: int, total: int, decay: float):
+        self.schedule, self.warmup, self.total, self.decay = schedule, warmup, total, decay
+
+    def __call__(self, i: int) -> float:
+        if self.schedule == "epoch_decay":
+            return self.decay**i
+        u = i + 1
+        if self.warmup and u <= self.warmup:
+            return u / self.warmup
+        if self.schedule == "inverse_sqrt":
+            return (self.warmup / u) ** 0.5
+        return max(0.0, (self.total - u) / max(self.total - self.warmup, 1))
+
+
+def _scheduler(cfg: TrainConfig, optimizer, updates_per_epoch: int):
     if cfg.lr_schedule == "plateau":
-        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="max", factor=0.5, patience=cfg.lr_patience)
-    return None
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="max", factor=cfg.lr_decay,
+                                                          patience=cfg.lr_patience)
+    if cfg.lr_schedule == "constant":
+        return None
+    total = cfg.decay_steps or cfg.max_epochs * max(updates_per_epoch, 1)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, LRFactor(cfg.lr_schedule, cfg.warmup_steps, total, cfg.lr_decay))
+
+
+def _steps_per_update(cfg: TrainConfig) -> bool:
+    """Whether the schedule moves at every update (else per epoch or on validation)."""
+    return cfg.lr_schedule in ("inverse_sqrt", "linear")
 
 
 class _SignalFlag:
@@ -186,20 +222,41 @@ def _resume(run: _Run, model_name: str) -> None:
     log.info("resuming from %s: epoch %d, batch %d, step %d", run.last_checkpoint, p["epoch"], p["batch_in_epoch"], p["step"])
 
 
-def _train_step(run: _Run, batch: dict, sums: dict) -> None:
-    """One update; adds ``loss`` and every other scalar of ``forward`` (times n_tokens) to ``sums``."""
+def _train_step(run: _Run, group: list[list[int]], sums: dict) -> None:
+    """One update from the batches in ``group`` (``accumulate`` of them; lists of example ids).
+    Adds ``loss`` and every other scalar of ``forward`` (times n_tokens) to ``sums``.
+
+    With one batch the update minimises the model's ``loss`` as it is. With several, each
+    batch's ``loss`` (a per-token mean, the contract) is weighted by its ``n_tokens`` and the
+    summed gradient divided by the group's tokens: the per-token mean over the whole group,
+    as if it were one batch (fairseq's ``--update-freq``)."""
     use_amp = run.cfg.amp and run.device.type == "cuda"
-    with torch.autocast(device_type=run.device.type, dtype=torch.bfloat16, enabled=use_amp):
-        out = run.model(batch)
-    loss = out["loss"]
-    if not torch.isfinite(loss):
-        raise FloatingPointError(f"loss became {loss.item()} at step {run.progress['step'] + 1}: lower the learning rate")
     run.optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    total = 0
+    for ids in group:
+        batch = move(run.train_data.collate(ids), run.device)
+        with torch.autocast(device_type=run.device.type, dtype=torch.bfloat16, enabled=use_amp):
+            out = run.model(batch)
+        loss = out["loss"]
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"loss became {loss.item()} at step {run.progress['step'] + 1}: lower the learning rate")
+        n_tok = int(out["n_tokens"])
+        (loss if len(group) == 1 else loss * n_tok).backward()
+        total += n_tok
+        _add_scalars(sums, out, n_tok)
+    if len(group) > 1 and total > 0:
+        for p in run.model.parameters():
+            if p.grad is not None:
+                p.grad.div_(total)
     if run.cfg.clip_norm > 0:
         torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.cfg.clip_norm)
     run.optimizer.step()
-    n_tok = int(out["n_tokens"])
+    if run.scheduler is not None and _steps_per_update(run.cfg):
+        run.scheduler.step()
+
+
+def _add_scalars(sums: dict, out: dict, n_tok: int) -> None:
+    """``sums[train_<key>] += value * n_tok`` for every scalar of a forward's output."""
     sums["n_tokens"] = sums.get("n_tokens", 0) + n_tok
     for key, value in out.items():
         if key == "n_tokens" or not (isinstance(value, (int, float)) or (torch.is_tensor(value) and value.numel() == 1)):
@@ -220,8 +277,10 @@ def _run_epoch(run: _Run, flag: _SignalFlag, started: float, elapsed_before: flo
     run.model.train()
     sums: dict = {}
     t0, first_bi = time.monotonic(), p["batch_in_epoch"]
-    for bi in range(first_bi, len(batches)):
-        _train_step(run, move(run.train_data.collate(batches[bi]), run.device), sums)
+    for start in range(first_bi, len(batches), cfg.accumulate):
+        group = batches[start : start + cfg.accumulate]
+        _train_step(run, group, sums)
+        bi = start + len(group) - 1
         p["step"] += 1
         p["batch_in_epoch"] = bi + 1
         if cfg.log_every and p["step"] % cfg.log_every == 0:
@@ -263,8 +322,10 @@ def _end_epoch(run: _Run, sums: dict, seconds: float, elapsed: float, budget_sto
         _copy_atomic(run.best_checkpoint, run.best_copy)
     else:
         p["bad_epochs"] += 1
-    if run.scheduler is not None:
+    if cfg.lr_schedule == "plateau":
         run.scheduler.step(bleu)
+    elif cfg.lr_schedule == "epoch_decay":
+        run.scheduler.step()
     means = _means(sums)
     row = {"epoch": epoch, "step": p["step"], "val_bleu": round(bleu, 2), "lr": run.optimizer.param_groups[0]["lr"],
            "tokens_per_s": round(sums.get("n_tokens", 0) / max(seconds, 1e-9), 1), "elapsed_s": round(elapsed, 1)}
@@ -365,9 +426,13 @@ def train(
     model.to(dev)
     check_feature_dim(model, train_features, val_features)
     optimizer = _optimizer(cfg, model.parameters())
+    train_data = model.wrap_training_data(train_data)
+    updates = 0  # per epoch: only the linear schedule without decay_steps needs it
+    if cfg.lr_schedule == "linear" and not cfg.decay_steps:
+        updates = -(-len(train_data.train_batches(cfg.batch_size, cfg.seed, 1, by_tokens=cfg.batch_by_tokens)) // cfg.accumulate)
     run = _Run(
-        cfg=cfg, model=model, optimizer=optimizer, scheduler=_scheduler(cfg, optimizer), device=dev,
-        train_data=model.wrap_training_data(train_data), val_data=val_data, refs=refs, tgt_vocab=tv, subword=subword,
+        cfg=cfg, model=model, optimizer=optimizer, scheduler=_scheduler(cfg, optimizer, updates), device=dev,
+        train_data=train_data, val_data=val_data, refs=refs, tgt_vocab=tv, subword=subword,
         vocab_info={"src": sv.fingerprint() if sv else None, "tgt": tv.fingerprint(), "src_size": len(sv) if sv else 0,
                     "tgt_size": len(tv)},
         configs={"model": dataclasses.asdict(model.config), "train": dataclasses.asdict(cfg)},
