@@ -86,13 +86,61 @@ def run_reduced_locally(workdir: Path) -> float:
     return time.monotonic() - started
 
 
+def smoke_config() -> dict:
+    """config.yaml with smoke.yaml merged in, as --configfile does."""
+    from mmt_repro.config import deep_update, load_yaml
+
+    return deep_update(load_yaml(REPO / "config" / "config.yaml"), load_yaml(SMOKE))
+
+
+def expected_models(config: dict) -> set[str]:
+    """``paper/system/dataset.pair.seedN`` of every model the config's enabled tables need:
+    their systems, the systems those start from (init_from), and the back-translation model."""
+    from mmt_repro.settings import load_paper
+
+    wanted = set()
+    for paper, block in config["papers"].items():
+        settings = load_paper(paper, REPO / block["settings"], block.get("overrides"))
+        for table in block["tables"].values():
+            if not table.get("enabled", True):
+                continue
+            todo = list(table["systems"])
+            while todo:
+                system = settings.system(todo.pop())
+                name = next(k for k, v in settings.systems.items() if v is system)
+                for seed in table["seeds"]:
+                    wanted.add(f"{paper}/{name}/{table['dataset']}.{table['pair']}.seed{seed}")
+                if system.init_from:
+                    todo.append(system.init_from)
+                if system.corpus == "backtranslated":
+                    bt = settings.backtranslation
+                    src, tgt = table["pair"].split("-")
+                    wanted.add(f"{paper}/{bt.reverse_system}/{table['dataset']}.{tgt}-{src}.seed{bt.seed}")
+    return wanted
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """The full smoke run (config/smoke.yaml, target ``all``: every paper's tables and figures),
+    once per session: every paper's e2e checks read this one run."""
+    workdir = tmp_path_factory.mktemp("smoke")
+    res = snakemake("--directory", str(workdir), "--configfile", str(SMOKE), "--cores", "2", "all", timeout=2400)
+    if res.returncode != 0:
+        logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in (workdir / "results" / "logs").rglob("*.log"))
+        pytest.fail(f"smoke run failed:\n{res.stdout[-5000:]}\n{res.stderr[-5000:]}\n{logs[-8000:]}")
+    yield workdir
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+
 @pytest.fixture(scope="session")
 def wf():
     """The helpers and constants above, for the test modules."""
     return SimpleNamespace(
         REPO=REPO, SMOKE=SMOKE, SLURM_PROFILE=SLURM_PROFILE, THREADS=THREADS, SNAKEMAKE=SNAKEMAKE,
         snakemake=snakemake, reduced_args=reduced_args, write_reduced_config=write_reduced_config,
-        failure_report=failure_report, run_reduced_locally=run_reduced_locally,
+        failure_report=failure_report, run_reduced_locally=run_reduced_locally, smoke_config=smoke_config,
+        expected_models=expected_models,
     )
 
 

@@ -4,7 +4,6 @@ reproduction end to end on CPU (the grounded check: the image really carries inf
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,56 +78,11 @@ def test_unknown_model_key_in_override_is_refused_before_any_job_runs(tmp_path):
     assert not (tmp_path / target).exists()
 
 
-def smoke_config() -> dict:
-    """config.yaml with smoke.yaml merged in, as --configfile does."""
-    from mmt_repro.config import deep_update, load_yaml
-
-    return deep_update(load_yaml(REPO / "config" / "config.yaml"), load_yaml(REPO / "config" / "smoke.yaml"))
-
-
-def expected_models(config: dict) -> set[str]:
-    """``paper/system/dataset.pair.seedN`` of every model the config's enabled tables need:
-    their systems, the systems those start from (init_from), and the back-translation model."""
-    from mmt_repro.settings import load_paper
-
-    wanted = set()
-    for paper, block in config["papers"].items():
-        settings = load_paper(paper, REPO / block["settings"], block.get("overrides"))
-        for table in block["tables"].values():
-            if not table.get("enabled", True):
-                continue
-            todo = list(table["systems"])
-            while todo:
-                system = settings.system(todo.pop())
-                name = next(k for k, v in settings.systems.items() if v is system)
-                for seed in table["seeds"]:
-                    wanted.add(f"{paper}/{name}/{table['dataset']}.{table['pair']}.seed{seed}")
-                if system.init_from:
-                    todo.append(system.init_from)
-                if system.corpus == "backtranslated":
-                    bt = settings.backtranslation
-                    src, tgt = table["pair"].split("-")
-                    wanted.add(f"{paper}/{bt.reverse_system}/{table['dataset']}.{tgt}-{src}.seed{bt.seed}")
-    return wanted
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("smoke")
-    res = snakemake("--directory", str(workdir), "--configfile", str(REPO / "config" / "smoke.yaml"),
-                    "--cores", "2", "all")
-    if res.returncode != 0:
-        logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in (workdir / "results" / "logs").rglob("*.log"))
-        pytest.fail(f"smoke run failed:\n{res.stdout[-5000:]}\n{res.stderr[-5000:]}\n{logs[-8000:]}")
-    yield workdir
-    shutil.rmtree(workdir, ignore_errors=True)
-
-
 @pytest.mark.e2e
-def test_smoke_all_tsv_has_the_expected_rows(smoke_run):
+def test_smoke_all_tsv_has_the_expected_rows(smoke_run, wf):
     table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
     assert list(table.columns[:8]) == ["paper", "table", "system", "pair", "test_set", "condition", "metric", "ours"]
-    enabled = {(paper, name) for paper, block in smoke_config()["papers"].items()
+    enabled = {(paper, name) for paper, block in wf.smoke_config()["papers"].items()
                for name, t in block["tables"].items() if t.get("enabled", True)}
     assert set(zip(table.paper, table.table)) == enabled
     grounded = table[table.table == "grounded"]
@@ -188,13 +142,13 @@ def test_smoke_image_model_beats_text_only_and_shuffling_removes_the_gain(smoke_
 
 
 @pytest.mark.e2e
-def test_smoke_outputs_have_logs_benchmarks_and_curves(smoke_run):
+def test_smoke_outputs_have_logs_benchmarks_and_curves(smoke_run, wf):
     results = smoke_run / "results"
     assert any((results / "logs" / "train_model").rglob("*.log"))
     assert any((results / "benchmarks" / "train_model").rglob("*.tsv"))
     curves = list((results / "models").rglob("*.curve.tsv"))
     found = {str(c.relative_to(results / "models")).removesuffix(".curve.tsv") for c in curves}
-    assert found == expected_models(smoke_config())  # table systems, what they start from, the reverse model
+    assert found == wf.expected_models(wf.smoke_config())  # table systems, what they start from, the reverse model
     for curve in curves:
         rows = curve.read_text().splitlines()
         assert rows[0].startswith("epoch\tstep\ttrain_loss\tval_bleu") and len(rows) >= 2
