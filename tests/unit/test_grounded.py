@@ -242,3 +242,29 @@ def test_english_tokens_tell_nothing_about_a_hidden_attribute():
         majority = max(Counter(y for _, y in test).values()) / len(test)
         assert len(test) > 4000
         assert accuracy <= majority + 0.02, (attr, accuracy, majority)
+
+
+def test_boxes_hold_each_drawn_object(dataset):
+    """boxes/{split}.json: one tight box per object; every coloured pixel lies in a box, every box
+    is mostly coloured (a circle fills pi/4 of its box, a square all of it, a triangle half)."""
+    import json
+
+    out, _ = dataset
+    boxes = json.loads((out / "boxes" / "test.json").read_text())
+    rows = _labels(out, "test")
+    assert list(boxes) == [r["image"] for r in rows]
+    fill = {"circle": np.pi / 4, "square": 1.0, "triangle": 0.5}
+    for row in rows[:30]:
+        b = np.array(boxes[row["image"]])
+        assert b.shape == (int(row["count"]), 4)
+        with Image.open(out / "images" / row["image"]) as im:
+            px = np.asarray(im, dtype=np.float64)
+        coloured = px.max(axis=2) - px.min(axis=2) > 80
+        ys, xs = np.nonzero(coloured)
+        inside = np.zeros(len(xs), dtype=bool)
+        for x1, y1, x2, y2 in b:
+            assert 0 <= x1 < x2 <= px.shape[1] and 0 <= y1 < y2 <= px.shape[0]
+            inside |= (xs + 0.5 >= x1 - 1) & (xs + 0.5 <= x2 + 1) & (ys + 0.5 >= y1 - 1) & (ys + 0.5 <= y2 + 1)
+            box = coloured[int(np.ceil(y1)):int(y2), int(np.ceil(x1)):int(x2)]
+            assert box.mean() > 0.6 * fill[row["shape"]], (row, (x1, y1, x2, y2), box.mean())
+        assert inside.all(), row

@@ -314,3 +314,51 @@ def test_torchvision_local_weights(detector, tmp_path):
         get_region_backend("torchvision", str(tmp_path / "bad.pth"), **DETECTOR)
     with pytest.raises(DataError, match="does not exist"):
         get_region_backend("torchvision", str(tmp_path / "nope.pth"))
+
+
+# -- given boxes: the same backbone and RoI pooling, no detection -------------------------
+
+@needs_media
+def test_given_boxes_pool_exactly_like_detected_ones(detector):
+    """Detected boxes handed back as given boxes give the detector's own features."""
+    ims = [Image.open(MEDIA / n).convert("RGB") for n in COCO[:2]]
+    detected = detector(ims, 5, 5, 0.2, full_image=True)
+    given = detector.pool(ims, [r.boxes[1:] for r in detected], full_image=True)
+    for d, g in zip(detected, given):
+        np.testing.assert_allclose(g.boxes, d.boxes, atol=1e-3)
+        np.testing.assert_allclose(g.features, d.features, rtol=1e-3, atol=1e-3)
+        assert g.scores.tolist() == [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    (one,) = detector.pool(ims[:1], [np.array([[10.0, 20.0, 200.0, 300.0]])])
+    assert one.features.shape == (1, 1024) and one.boxes.tolist() == [[10.0, 20.0, 200.0, 300.0]]
+
+
+@needs_media
+def test_extract_regions_with_given_boxes_pads_and_masks(detector, tmp_path, monkeypatch):
+    monkeypatch.setattr(rg, "get_region_backend", lambda name, weights, **kw: detector)
+    given = {COCO[0]: [[0, 0, 100, 100], [50, 60, 300, 400]],
+             COCO[1]: [[10, 10, 20, 30], [100, 100, 640, 640], [0, 0, 640, 320]]}
+    (tmp_path / "boxes.json").write_text(json.dumps(given))
+    (npy, boxes, index), info = _run(tmp_path, COCO[:2], backend="torchvision", max_boxes=4, full_image=True,
+                                     given_boxes=tmp_path / "boxes.json", **DETECTOR)
+    store = RegionStore(npy, boxes, index)
+    assert info["shape"] == (2, 5, 1024) and store.lengths.tolist() == [3, 4]
+    assert store.masks([0, 1]).tolist() == [[True, True, True, False, False], [True] * 4 + [False]]
+    np.testing.assert_allclose(store.regions(1)[1], [[0, 0, 640, 640]] + given[COCO[1]], atol=1e-4)
+    assert store.meta["given_boxes"] == str(tmp_path / "boxes.json")
+    assert any("given boxes" in line for line in info["logs"])
+
+
+@pytest.mark.parametrize("boxes, match", [
+    ({COCO[0]: [[0, 0, 10, 10]]}, "(?s)without boxes.*COCO_train2014_000000398177.jpg"),
+    ({COCO[0]: [[0, 0, 10, 10]], COCO[1]: [[5, 5, 5, 9]]}, "bad boxes"),
+    ({COCO[0]: [[0, 0, 10, 10]] * 5, COCO[1]: [[0, 0, 1, 1]]}, "(?s)bad boxes.*raise max_boxes"),
+    ({COCO[0]: [[0, 0, 10, 10]], COCO[1]: []}, "bad boxes"),
+])
+def test_bad_given_boxes_name_the_file_and_images(tmp_path, boxes, match):
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(boxes))
+    with pytest.raises(DataError, match=match) as err:
+        rg.read_given_boxes(path, COCO[:2], max_boxes=4)
+    assert str(path) in str(err.value)
+    with pytest.raises(DataError, match="does not exist"):
+        rg.read_given_boxes(tmp_path / "none.json", COCO[:2], max_boxes=4)

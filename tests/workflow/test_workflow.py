@@ -245,3 +245,37 @@ def test_every_corpus_with_a_shared_copy_is_prepared_and_has_its_published_size(
     train_images = set((tmp_path / "results/data/tasviret/image_splits/train.txt").read_text().split())
     m30k_test = {n.split(".")[0] for n in (tmp_path / "results/data/multi30k/image_splits/test_2016_flickr.txt").read_text().split()}
     assert not {n.split("_")[0] for n in train_images} & m30k_test
+
+
+@pytest.mark.e2e  # a detector through the DAG (~15 s): not for the fast lane
+def test_grounded_object_regions_through_the_dag(tmp_path):
+    """`boxes: given` on the grounded set: generate_grounded writes each object's box,
+    extract_regions pools exactly those (random detector), standardize_regions keeps the boxes;
+    a row has one region per object, the rest masked."""
+    import json
+
+    import numpy as np
+
+    cfg = tmp_path / "regions.yaml"
+    cfg.write_text(
+        "datasets:\n  grounded:\n    sizes: {train: 12, val: 4, test: 4}\n    features:\n"
+        "      frcnn-objects: {kind: regions, backend: torchvision, weights: random, boxes: given,\n"
+        "                      max_boxes: 3, full_image: true, min_size: 64, max_size: 64, standardize: true}\n",
+        encoding="utf-8")
+    target = "results/features/grounded/frcnn-objects.std/test"
+    res = snakemake(f"{target}.npy", "--directory", str(tmp_path), "--configfile", str(REPO / "config" / "smoke.yaml"),
+                    str(cfg), "--cores", "2")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    from mmt_repro.features.store import open_features
+
+    store = open_features(tmp_path / f"{target}.npy", tmp_path / f"{target}.index.parquet")
+    given = json.loads((tmp_path / "results/data/grounded/boxes/test.json").read_text())
+    labels = (tmp_path / "results/data/grounded/labels/test.tsv").read_text().splitlines()[1:]
+    assert store.shape == (4, 4, 1024) and type(store).__name__ == "RegionStore"
+    for row, line in enumerate(labels):
+        image, count = line.split("\t")[:2]
+        assert store.images[row] == image and int(store.lengths[row]) == 1 + int(count)
+        assert store.mask(row).tolist() == [True] * (1 + int(count)) + [False] * (3 - int(count))
+        np.testing.assert_allclose(store.regions(row)[1][1:], given[image], atol=1e-4)
+        np.testing.assert_allclose(store.regions(row)[1][0], [0, 0, 64, 64], atol=1e-4)
+    assert abs(float(np.asarray(store.array[:, :, :], dtype=np.float64)[store.masks(range(4))].mean())) < 1.0

@@ -206,12 +206,17 @@ def paper_features(paper, dataset):
 
 
 def feature_files(dataset, feature_set, split):
-    """npy and index of a split's features, standardised when the config asks for it."""
-    std = ".std" if feature_set_config(dataset, feature_set).get("standardize") else ""
+    """npy and index (+ boxes of a region store) of a split's features, standardised when the
+    config asks for it."""
+    fs = feature_set_config(dataset, feature_set)
+    std = ".std" if fs.get("standardize") else ""
     stem = path(
         "features", dataset=dataset, feature_set=f"{feature_set}{std}", split=split
     )
-    return {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
+    files = {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
+    if fs.get("kind", "grid") == "regions":
+        files["boxes"] = f"{stem}.boxes.npy"
+    return files
 
 
 def model_text(paper, dataset, pair, split, lang):
@@ -562,8 +567,10 @@ def training_inputs(wildcards):
             )
         feats = paper_features(paper, ds)
         for split, key in ((train, "train"), (val, "val")):
-            files = feature_files(ds, feats, split)
-            inputs[f"{key}_npy"], inputs[f"{key}_index"] = files["npy"], files["index"]
+            for kind, file in feature_files(ds, feats, split).items():
+                inputs[f"{key}_{kind}"] = (
+                    file  # train_npy, train_index (+ train_boxes), ...
+                )
         if corpus == "backtranslated":
             inputs["train_image_list"] = (
                 f"{path('backtranslation', paper=paper, dataset=ds, pair=pair)}/images.txt"
@@ -687,8 +694,12 @@ def translate_inputs(wildcards):
         "tgt_vocab": vocab_file(paper, ds, pair, tgt),
     }
     if multimodal(paper, wildcards.system):
-        files = feature_files(ds, paper_features(paper, ds), wildcards.split)
-        inputs["features_npy"], inputs["features_index"] = files["npy"], files["index"]
+        for kind, file in feature_files(
+            ds, paper_features(paper, ds), wildcards.split
+        ).items():
+            inputs[f"features_{kind}"] = (
+                file  # features_npy, features_index (+ features_boxes)
+            )
     elif getattr(wildcards, "condition", "congruent") == "shuffled":
         raise ValueError(
             f"{paper}.{wildcards.system} reads no images: no shuffled-image condition"
@@ -742,6 +753,21 @@ def image_inputs(wildcards):
     return inputs
 
 
+def region_inputs(wildcards):
+    """The split's images (as image_inputs), plus the given boxes when the set has `boxes: given`."""
+    inputs = image_inputs(wildcards)
+    fs = feature_set_config(wildcards.dataset, wildcards.feature_set)
+    if fs.get("boxes", "detected") == "given":
+        inputs["given_boxes"] = (
+            f"results/data/{wildcards.dataset}/boxes/{wildcards.split}.json"
+        )
+    return inputs
+
+
+def given_boxes_file(wildcards, input):
+    return input.get("given_boxes")
+
+
 def image_dir(wildcards):
     """Where the images are: the generated folder, or the configured (request-only) one."""
     cfg = dataset_config(wildcards.dataset)
@@ -768,14 +794,16 @@ def feature_set_config(dataset, feature_set):
     return sets[feature_set]
 
 
-def feature_sets_of(kind):
-    """A wildcard pattern matching the configured feature sets of one kind, across datasets."""
+def feature_sets_of(kinds):
+    """A wildcard pattern matching the configured feature sets of some kinds ("grid",
+    "grid|video"), across datasets."""
+    wanted = kinds.split("|")
     names = sorted(
         {
             name
             for ds in config["datasets"].values()
             for name, fs in (ds.get("features") or {}).items()
-            if fs.get("kind", "grid") == kind
+            if fs.get("kind", "grid") in wanted
         }
     )
     return "|".join(re.escape(n) for n in names) if names else "(?!)"

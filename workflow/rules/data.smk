@@ -25,6 +25,7 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
                 "results/data/{{dataset}}/image_splits/{split}.txt", split=_splits
             ),
             labels=expand("results/data/{{dataset}}/labels/{split}.tsv", split=_splits),
+            boxes=expand("results/data/{{dataset}}/boxes/{split}.json", split=_splits),
             images=directory("results/data/{dataset}/images"),
         log:
             "results/logs/generate_grounded/{dataset}.log",

@@ -57,7 +57,7 @@ rule extract_features:
 
 rule extract_regions:
     input:
-        unpack(image_inputs),
+        unpack(region_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         boxes=f"{PATHS['features']}.boxes.npy",
@@ -87,6 +87,7 @@ rule extract_regions:
         full_image=feature_param("full_image", False),
         min_size=feature_param("min_size", None),
         max_size=feature_param("max_size", None),
+        given_boxes=given_boxes_file,
         device=config["device"],
     script:
         "../scripts/extract_regions.py"
@@ -161,7 +162,30 @@ rule standardize_features:
     benchmark:
         "results/benchmarks/standardize_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("grid"),
+        feature_set=feature_sets_of("grid|video"),
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/standardize_features.py"
+
+
+rule standardize_regions:
+    input:
+        npy=f"{PATHS['features']}.npy",
+        index=f"{PATHS['features']}.index.parquet",
+        boxes=f"{PATHS['features']}.boxes.npy",
+        train_npy=train_feature_store("npy"),
+        train_index=train_feature_store("index"),
+    output:
+        npy="results/features/{dataset}/{feature_set}.std/{split}.npy",
+        index="results/features/{dataset}/{feature_set}.std/{split}.index.parquet",
+        boxes="results/features/{dataset}/{feature_set}.std/{split}.boxes.npy",
+    log:
+        "results/logs/standardize_regions/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/standardize_regions/{dataset}/{feature_set}/{split}.tsv"
+    wildcard_constraints:
+        feature_set=feature_sets_of("regions"),
     conda:
         "../../envs/torch.yaml"
     script:

@@ -22,5 +22,6 @@ run_step(
     full_image=p.full_image,
     min_size=p.min_size,
     max_size=p.max_size,
+    given_boxes=p.given_boxes,
     device=p.device,
 )

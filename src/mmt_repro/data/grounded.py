@@ -29,6 +29,9 @@ Output of :func:`generate_grounded` under ``out_dir``::
     images/{split}_{i:05d}.png the pictures (RGB, image_size x image_size)
     labels/{split}.tsv         ground truth per line: image, count, colour, shape, location and
                                which attributes the English hides (for probes and tests)
+    boxes/{split}.json         ``{image: [[x1, y1, x2, y2], ...]}``: each object's tight box in
+                               pixels, for region features of the known objects
+                               (``boxes: given`` in a regions feature set)
     README.txt                 what the generator does, with the settings and statistics
 
 The output is a pure function of ``(sizes, seed, image_size, langs, hide_prob)``: the same
@@ -38,6 +41,7 @@ the seed and the split name), so changing one split's size leaves the other spli
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -362,6 +366,16 @@ def _render(ex: Example, rng: np.random.Generator, size: int) -> Image.Image:
     return img.resize((size, size), Image.Resampling.BOX)
 
 
+def object_box(shape: str, cx: float, cy: float, r: float) -> list[float]:
+    """The tight box ``[x1, y1, x2, y2]`` of one drawn object (as :func:`_render` draws it)."""
+    if shape == "square":
+        h = r * 0.7071
+        return [cx - h, cy - h, cx + h, cy + h]
+    if shape == "triangle":
+        return [cx - r * 0.866, cy - r, cx + r * 0.866, cy + r * 0.5]
+    return [cx - r, cy - r, cx + r, cy + r]
+
+
 # --------------------------------------------------------------------------------------
 # Public entry point
 # --------------------------------------------------------------------------------------
@@ -460,6 +474,10 @@ def generate_grounded(
                 str(int(ex.hide_count)), str(int(ex.hide_colour)), str(int(ex.hide_shape)),
             ]))
         write_lines(out_dir / "labels" / f"{split}.tsv", label_lines)
+        boxes = {ex.image: [[round(v, 2) for v in object_box(ex.shape, *obj)] for obj in ex.objects]
+                 for ex in examples}
+        with atomic_write(out_dir / "boxes" / f"{split}.json") as fh:
+            json.dump(boxes, fh)
         hidden.update({"count": sum(e.hide_count for e in examples),
                        "colour": sum(e.hide_colour for e in examples),
                        "shape": sum(e.hide_shape for e in examples)})

@@ -42,12 +42,15 @@ Store (:func:`extract_regions`; layout shared with ``import_pretrained("butd")``
   metadata (backend, weights, weights_desc, feature_dim, max/min_boxes, conf_thresh, ...).
 
 With ``full_image=True`` slot 0 holds the whole image as one more box (BertGen's full-image
-RoI feature) and K = ``max_boxes + 1``. :class:`RegionStore` reads the three files;
+RoI feature) and K = ``max_boxes + 1``. With ``given_boxes`` (a feature set's ``boxes: given``)
+the boxes come from a file instead of the detector and :meth:`RegionBackend.pool` runs the
+same backbone and RoI pooling on them (the grounded set's objects). :class:`RegionStore` reads the three files;
 :func:`box_geometry` gives the normalised ``x1, y1, x2, y2, w, h`` per box.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -151,6 +154,12 @@ class RegionBackend:
                  full_image: bool = False) -> list[Regions]:
         raise NotImplementedError
 
+    def pool(self, images: list[Image.Image], boxes: list[np.ndarray], full_image: bool = False) -> list[Regions]:
+        """Features of given boxes (``(k, 4)`` x1 y1 x2 y2 in pixels of each original image),
+        through the same backbone and RoI pooling as detected regions; no detection. With
+        ``full_image`` the whole image comes first. Scores are 1 (given) and 0 (full image)."""
+        raise NotImplementedError
+
     def to(self, device: str | torch.device) -> RegionBackend:
         raise NotImplementedError
 
@@ -216,6 +225,36 @@ class TorchvisionRegions(FrozenModel, RegionBackend):
             out.append(Regions(f.numpy(), (boxes.float().cpu() * scale).numpy().astype(np.float32),
                                scores.float().cpu().numpy(), w, h))
         return out
+
+
+    def pool(self, images, boxes, full_image=False):
+        from torchvision.transforms import functional as TF
+
+        m, rh = self.model, self.model.roi_heads
+        with torch.inference_mode():
+            tensors = [TF.to_tensor(im.convert("RGB")).to(self.device) for im in images]
+            batch, _ = m.transform(tensors)
+            feats = m.backbone(batch.tensors)
+            scaled, originals = [], []
+            for im, b, size in zip(images, boxes, batch.image_sizes):
+                w, h = im.size
+                orig = torch.as_tensor(np.asarray(b, dtype=np.float32).reshape(-1, 4), device=self.device)
+                if full_image:
+                    orig = torch.cat([_full_box(w, h, orig), orig])
+                to_input = torch.tensor([size[1] / w, size[0] / h, size[1] / w, size[0] / h], device=self.device)
+                scaled.append(orig * to_input)
+                originals.append(orig)
+            pooled = rh.box_head(rh.box_roi_pool(feats, scaled, batch.image_sizes)).float().cpu()
+        return [_given_regions(im, orig, f, full_image) for im, orig, f in
+                zip(images, originals, pooled.split([len(o) for o in originals]))]
+
+
+def _given_regions(im: Image.Image, boxes: torch.Tensor, features: torch.Tensor, full_image: bool) -> Regions:
+    scores = np.ones(len(boxes), dtype=np.float32)
+    if full_image:
+        scores[0] = 0.0
+    return Regions(features.float().cpu().numpy(), boxes.float().cpu().numpy().astype(np.float32), scores,
+                   im.size[0], im.size[1])
 
 
 def _load_state_dict(path: Path, what: str, fix: str) -> dict:
@@ -373,6 +412,32 @@ class Detectron2Regions(RegionBackend):
         return out
 
 
+    def pool(self, images, boxes, full_image=False):
+        from detectron2.structures import Boxes
+
+        m, rh = self.model, self.model.roi_heads
+        inputs, scales = [], []
+        for im in images:
+            w, h = im.size
+            s = min(self.min_size / min(w, h), self.max_size / max(w, h))
+            resized = im.convert("RGB").resize((max(1, round(w * s)), max(1, round(h * s))), Image.BILINEAR)
+            arr = np.asarray(resized)[:, :, ::-1].copy()
+            inputs.append({"image": torch.from_numpy(arr).permute(2, 0, 1), "height": h, "width": w})
+            scales.append((resized.width / w, resized.height / h))
+        out = []
+        with torch.inference_mode():
+            batch = m.preprocess_image(inputs)
+            in_feats = [m.backbone(batch.tensor)[f] for f in rh.in_features]
+            for k, (im, b, (sx, sy)) in enumerate(zip(images, boxes, scales)):
+                orig = torch.as_tensor(np.asarray(b, dtype=np.float32).reshape(-1, 4), device=self.device)
+                if full_image:
+                    orig = torch.cat([_full_box(im.size[0], im.size[1], orig), orig])
+                scaled = orig * torch.tensor([sx, sy, sx, sy], device=orig.device)
+                f = rh._shared_roi_transform([f_[k:k + 1] for f_ in in_feats], [Boxes(scaled)]).mean(dim=(2, 3))
+                out.append(_given_regions(im, orig, f, full_image))
+        return out
+
+
 _BACKENDS: dict[str, type[RegionBackend]] = {"torchvision": TorchvisionRegions, "detectron2": Detectron2Regions}
 
 
@@ -423,10 +488,15 @@ def extract_regions(
     device: str = "auto",
     log: Callable[[str], None] = _log.info,
     missing_dir_fix: str = "set the dataset's image folder in the config",
+    given_boxes: Path | None = None,
 ) -> dict:
     """Region features of every image of ``image_list`` into a region store (module docstring).
 
-    ``min_boxes`` defaults to ``max_boxes`` (fixed top-K). Resumable in chunks of
+    ``min_boxes`` defaults to ``max_boxes`` (fixed top-K). ``given_boxes``: a JSON file
+    ``{image: [[x1, y1, x2, y2], ...]}`` (pixels of the original image, at most ``max_boxes``
+    per image, in slot order) whose boxes are pooled instead of detected ones
+    (:meth:`RegionBackend.pool`: the same backbone and RoI pooling, no detection; e.g. the
+    grounded generator's object boxes). Resumable in chunks of
     ``chunk_size`` images like :func:`~mmt_repro.features.grid.extract_features`; the same
     checks (every missing/unreadable image listed, NaN/Inf or float16 overflow named).
     Returns a summary dict (n_images, shape, mean_boxes, weights_desc, seconds, images_per_s).
@@ -440,20 +510,24 @@ def extract_regions(
     out_npy, out_boxes, out_index = Path(out_npy), Path(out_boxes), Path(out_index)
     names = read_item_list(image_list)
     check_images(names, image_dir)
+    given = None if given_boxes is None else read_given_boxes(Path(given_boxes), names, int(max_boxes))
     dev = resolve_device(device)
     det = get_region_backend(backend, weights, seed=seed, min_size=min_size, max_size=max_size,
                              proposals=proposals, nms_thresh=nms_thresh, config_file=config_file).to(dev)
     n, D = len(names), det.feature_dim
     K = int(max_boxes) + (1 if full_image else 0)
-    log(f"[regions] {backend} ({D}-d) weights: {det.weights_desc}; {min_boxes}..{max_boxes} boxes at "
-        f"conf >= {conf_thresh}{' + full image' if full_image else ''}; sizes {det.min_size}/{det.max_size}; "
-        f"{n} images; device {dev}")
+    boxes_desc = (f"given boxes from {given_boxes}" if given is not None
+                  else f"{min_boxes}..{max_boxes} boxes at conf >= {conf_thresh}")
+    log(f"[regions] {backend} ({D}-d) weights: {det.weights_desc}; {boxes_desc}{' + full image' if full_image else ''}; "
+        f"sizes {det.min_size}/{det.max_size}; {n} images; device {dev}")
     settings = {"backend": backend, "weights": str(weights), "weights_desc": det.weights_desc, "feature_dim": D,
                 "max_boxes": int(max_boxes), "min_boxes": min_boxes, "conf_thresh": float(conf_thresh),
                 "full_image": bool(full_image), "min_size": det.min_size, "max_size": det.max_size,
-                "proposals": int(proposals), "nms_thresh": float(nms_thresh), "seed": int(seed)}
+                "proposals": int(proposals), "nms_thresh": float(nms_thresh), "seed": int(seed),
+                "given_boxes": None if given_boxes is None else str(given_boxes)}
     fingerprint = dict(settings, weights=weights_fingerprint(weights), names=names_digest(names),
-                       image_dir=str(image_dir.resolve()), config_file=str(config_file))
+                       image_dir=str(image_dir.resolve()), config_file=str(config_file),
+                       given_boxes=None if given is None else names_digest([json.dumps(given[k]) for k in names]))
     arrays = {"features": (out_npy, (n, K, D), "float16"), "boxes": (out_boxes, (n, K, 4), "float32"),
               "n_boxes": (None, (n,), "int32"), "size": (None, (n, 2), "int32"), "status": (None, (n,), "uint8")}
     t0 = time.perf_counter()
@@ -473,7 +547,11 @@ def extract_regions(
                         unreadable.append(f"{name} (unreadable: {err})")
                 if unreadable:
                     continue
-                for i, r in enumerate(det(ims, min_boxes, int(max_boxes), float(conf_thresh), full_image)):
+                if given is not None:
+                    found = det.pool(ims, [given[name] for name in chunk], full_image)
+                else:
+                    found = det(ims, min_boxes, int(max_boxes), float(conf_thresh), full_image)
+                for i, r in enumerate(found):
                     row, k = start + i, len(r.features)
                     if r.features.ndim != 2 or r.features.shape[1] != D or k > K or r.boxes.shape != (k, 4):
                         raise DataError(out_npy, f"backend {det!r} returned features {r.features.shape} and boxes "
@@ -507,6 +585,34 @@ def extract_regions(
     return {"n_images": n, "shape": (n, K, D), "mean_boxes": float(n_boxes.mean()), "weights_desc": det.weights_desc,
             "device": dev, "seconds": seconds, "images_per_s": ips, "resumed_chunks": resumed,
             "npy": str(out_npy), "boxes": str(out_boxes), "index": str(out_index)}
+
+
+def read_given_boxes(path: Path, names: list[str], max_boxes: int) -> dict[str, list[list[float]]]:
+    """The boxes of every image of ``names`` from a JSON file ``{image: [[x1, y1, x2, y2], ...]}``,
+    checked: every image present, 1..``max_boxes`` boxes each, ``x1 < x2``, ``y1 < y2``, no
+    negative coordinate. (Boxes beyond the image are clipped by the RoI pooling.)"""
+    if not path.is_file():
+        raise DataError(path, "the given-boxes file does not exist", "re-run the rule that writes it (for the "
+                        "grounded set: generate_grounded), or drop `boxes: given` from the feature set")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DataError(path, f"not a JSON file of boxes ({err})", "write {image: [[x1, y1, x2, y2], ...]}") from err
+    if not isinstance(data, dict):
+        raise DataError(path, "not a JSON object of image -> boxes", "write {image: [[x1, y1, x2, y2], ...]}")
+    missing = [n for n in names if n not in data]
+    if missing:
+        raise DataError(path, list_problems("without boxes", missing, path), "give boxes for every image of the list")
+    bad = []
+    for name in names:
+        b = np.asarray(data[name], dtype=np.float64)
+        if (b.ndim != 2 or b.shape[1] != 4 or not 1 <= len(b) <= max_boxes or not np.isfinite(b).all()
+                or (b < 0).any() or (b[:, 2] <= b[:, 0]).any() or (b[:, 3] <= b[:, 1]).any()):
+            bad.append(f"{name} ({data[name]!r:.80})")
+    if bad:
+        raise DataError(path, f"{len(bad)} image(s) with bad boxes, e.g. {'; '.join(bad[:5])}",
+                        f"give 1..{max_boxes} boxes x1 < x2, y1 < y2 (pixels, >= 0) per image, or raise max_boxes")
+    return {n: [list(map(float, box)) for box in data[n]] for n in names}
 
 
 class RegionStore(FeatureStore):

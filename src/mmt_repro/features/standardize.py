@@ -10,6 +10,7 @@ the input's rows, columns and metadata (layouts: :mod:`mmt_repro.features.store`
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +72,8 @@ def standardize_store(
     out_index: Path,
     stats_from: Path | None = None,
     stats_out: Path | None = None,
+    in_boxes: Path | None = None,
+    out_boxes: Path | None = None,
 ) -> dict:
     """Write ``(x - mean) / std`` per feature dimension of a store as a new float16 store.
 
@@ -81,7 +84,8 @@ def standardize_store(
     input store (chunked; the whole array is never loaded). Computed statistics are saved to
     ``stats_out`` when given. Dimensions with std below 1e-6 are only centred; padding slots
     stay zero. The output index keeps the input's rows, columns and metadata, adding a
-    ``standardized`` entry (a region store's boxes file is unchanged and still applies).
+    ``standardized`` entry. A region store's boxes (``in_boxes``) are copied unchanged to
+    ``out_boxes``, so that the standardised store is a complete region store.
     """
     in_npy, in_index, out_npy, out_index = map(Path, (in_npy, in_index, out_npy, out_index))
     store = FeatureStore(in_npy, in_index)
@@ -142,5 +146,8 @@ def standardize_store(
         meta["standardized"] = {"stats_from": source, "n_vectors": int(n_vectors), "std_floor": _STD_FLOOR,
                                 "input": str(in_npy)}
         write_index(tmp_index, store.images, meta, key=store.key, columns=store.columns)
+    if in_boxes is not None and out_boxes is not None:
+        with atomic_path(out_boxes) as tmp_boxes:
+            shutil.copyfile(in_boxes, tmp_boxes)
     return {"n_images": n, "shape": (n, L, D), "stats_from": source, "n_vectors": int(n_vectors),
             "npy": str(out_npy), "index": str(out_index)}

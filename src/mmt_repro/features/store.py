@@ -439,7 +439,14 @@ class FeatureStore:
 
 
 def open_features(npy: Path | None, index: Path | None) -> FeatureStore | None:
-    """The store of ``npy`` and ``index``, or None when ``npy`` is None (a text-only model)."""
+    """The store of ``npy`` and ``index``, or None when ``npy`` is None (a text-only model).
+    A region store (its boxes in ``<split>.boxes.npy`` beside ``<split>.npy``) opens as a
+    :class:`~mmt_repro.features.regions.RegionStore`, which also gives each row's boxes."""
     if npy is None:
         return None
+    boxes = Path(npy).with_name(Path(npy).stem + ".boxes.npy")
+    if boxes.is_file():
+        from mmt_repro.features.regions import RegionStore
+
+        return RegionStore(Path(npy), boxes, Path(index))
     return FeatureStore(Path(npy), Path(index))
