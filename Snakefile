@@ -4,6 +4,7 @@
 #   ../resources/{input}/{file}                           inputs as fetched (config/manifest.yaml)
 #   data/{dataset}/{split}.{lang}, data/{dataset}/image_splits/{split}.txt    corpora, checked
 #   data/stats.tsv (+ data/stats/{dataset}.tsv)            sentences, tokens, types, OOV rate
+#   data/vocab/{paper}.tsv                                 merges, vocabulary sizes, <unk> rates
 #   text/{dataset}/{split}.{chain}.{lang}                  chain: [lc.][norm.](tok|wp|char) (recipes)
 #   text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}, .../bpe.{joint|lang}.codes   per-paper BPE
 #   vocab/{paper}/{dataset}.{pair}.{lang|joint}.json
@@ -53,5 +54,6 @@ rule all:
     input:
         "results/tables/all.tsv",
         "results/data/stats.tsv",
+        vocab_report_targets(),
         recipe_targets(),
         all_figures(),

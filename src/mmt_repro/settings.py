@@ -176,6 +176,16 @@ class SystemSettings:
     resources: dict = field(default_factory=dict)  # name -> file (a DAG input) given to the model
 
 
+@dataclass(frozen=True)
+class CorpusPart:
+    """One file set a paper's vocabulary is learnt on (:meth:`PaperSettings.vocabulary_corpora`)."""
+
+    corpus: str  # the system's `corpus`: train | backtranslated | a dataset name
+    dataset: str | None  # the dataset whose files these are (None: the table's own dataset)
+    split: str  # train, train_c3, ...
+    langs: tuple[str, ...]  # the languages with real text in this part
+
+
 @dataclass
 class PaperSettings:
     paper: str
@@ -196,6 +206,54 @@ class PaperSettings:
     def decode_for(self, system: str) -> DecodeSettings:
         """The paper's decoding with the system's own ``decode`` keys applied."""
         return dataclasses.replace(self.decode, **self.system(system).decode)
+
+    def systems_needed(self, names) -> list[str]:
+        """``names`` and every system they need: what they start from (``init_from``, followed
+        transitively) and the back-translation model of a system trained on the back-translated
+        corpus. In first-seen order."""
+        seen: list[str] = []
+        todo = list(names)
+        while todo:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.append(name)
+            system = self.system(name)
+            if system.init_from:
+                todo.append(system.init_from)
+            if system.corpus == "backtranslated" and self.backtranslation is not None:
+                todo.append(self.backtranslation.reverse_system)
+        return seen
+
+    def vocabulary_corpora(self, systems, train_split: str, pair: str) -> list[CorpusPart]:
+        """The real text every one of ``systems`` (and what they need, :meth:`systems_needed`)
+        trains on, for ``pair`` on a dataset whose training split is ``train_split``: the
+        paper's subword codes and vocabularies are learnt on all of it, so that every system of
+        the paper on that dataset (pre-training, back-translation and fine-tuning included)
+        shares one vocabulary (Calixto et al. 2017: "all models use a common vocabulary").
+
+        - ``train``: the dataset's training split, both languages;
+        - ``backtranslated``: the comparable target descriptions (``train_c1`` ..
+          ``train_c<descriptions>``, the target language of ``pair``): the real side; the
+          synthetic source is made by the reverse model, with these very codes and vocabulary;
+        - another dataset (e.g. ``wmt15``): its training split, both languages.
+        """
+        src, tgt = pair.split("-")
+        parts: list[CorpusPart] = []
+        for name in self.systems_needed(systems):
+            corpus = self.system(name).corpus
+            if corpus == "train":
+                new = [CorpusPart("train", None, train_split, (src, tgt))]
+            elif corpus == "backtranslated":
+                if self.backtranslation is None:
+                    raise ConfigError(f"{self.path}: system '{name}' trains on the back-translated corpus but the "
+                                      "paper has no `backtranslation` block")
+                new = [CorpusPart("backtranslated", None, f"train_c{k}", (tgt,))
+                       for k in range(1, self.backtranslation.descriptions + 1)]
+            else:
+                new = [CorpusPart(corpus, corpus, "train", (src, tgt))]
+            parts.extend(p for p in new if p not in parts)
+        return parts or [CorpusPart("train", None, train_split, (src, tgt))]
 
 
 _TOP_KEYS = ("description", "imports", "recipe", "decode", "scoring", "backtranslation", "systems")

@@ -124,3 +124,29 @@ def test_fingerprint_changes_with_tokens():
     assert Vocab(["a", "b", "c"]) == base
     assert Vocab(["a", "c", "b"]) != base
     assert hash(Vocab(["a", "b", "c"])) == hash(base)
+
+
+def test_coverage_counts_unknown_tokens_and_long_sentences(tmp_path):
+    from mmt_repro.text.vocab import coverage
+
+    vocab = Vocab(["a", "b", "c@@", "d"])
+    (tmp_path / "t.txt").write_text("a b c@@ d\na x y\nb b b b b\n", encoding="utf-8")
+    (tmp_path / "w.txt").write_text("a b cd\na x y\nb b b b b\n", encoding="utf-8")
+    cov = coverage(tmp_path / "t.txt", vocab, max_len=4, words=tmp_path / "w.txt")
+    assert cov == {"sentences": 3, "tokens": 12, "unk_tokens": 2, "unk_rate": round(2 / 12, 6),
+                   "sentences_with_unk": 1, "sentences_over_max_len": 1, "tokens_per_word": round(12 / 11, 4)}
+
+
+def test_vocab_report_rows(tmp_path):
+    from mmt_repro.text.vocab import vocab_report
+
+    Vocab(["a", "b"]).save(tmp_path / "v.json")
+    (tmp_path / "codes").write_text("#version: 0.2\na b\nab c\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("a b z\n", encoding="utf-8")
+    row = dict(dataset="d", pair="en-de", lang="en", vocab=str(tmp_path / "v.json"), published_size=7,
+               codes=str(tmp_path / "codes"), corpus="train", split="train", text=str(tmp_path / "t.txt"))
+    out = vocab_report([row], tmp_path / "r.tsv", max_len=80)
+    header, line = out.read_text().splitlines()
+    values = dict(zip(header.split("\t"), line.split("\t")))
+    assert values["vocab_size"] == "2" and values["published_size"] == "7" and values["merges"] == "2"
+    assert values["unk_tokens"] == "1" and values["sentences_with_unk"] == "1" and values["vocab"] == "v.json"

@@ -118,6 +118,20 @@ def test_smoke_all_tsv_has_the_expected_rows(smoke_run, wf):
 
 
 @pytest.mark.e2e
+def test_smoke_vocabulary_covers_every_training_corpus(smoke_run, wf):
+    """Issue 11: one vocabulary per paper and dataset, learnt on every corpus its systems train
+    on (M30k_T, the real side of the back-translated corpus, the WMT'15 stand-in): the <unk>
+    rate of every training corpus, the synthetic back-translated pairs included, stays <= 0.1 %."""
+    report = pd.read_csv(smoke_run / "results" / "data" / "vocab" / "doubly_attentive.tsv", sep="\t")
+    corpora = set(zip(report.corpus, report.split))
+    assert {("train", "train"), ("backtranslated", "train_c1"), ("backtranslated", "synthetic.src"),
+            ("grounded_general", "train")} <= corpora
+    assert (report.unk_rate <= 0.001).all(), report[report.unk_rate > 0.001]
+    assert (report.sentences_over_max_len == 0).all()
+    assert set(report.vocab) == {"grounded.en-de.en.json", "grounded.en-de.de.json"}  # both directions share them
+
+
+@pytest.mark.e2e
 def test_smoke_figures_and_report(smoke_run):
     figures = smoke_run / "results" / "figures" / "doubly_attentive"
     for name in ("grounded.scores", "table1.scores", "figure2.scores", "figure2.attention"):

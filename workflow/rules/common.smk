@@ -53,6 +53,7 @@ PATHS = {
     "bpe_corpus": "results/text/{paper}/{dataset}.{pair}/corpus_{corpus}.{chain}.bpe.{lang}",
     "features": "results/features/{dataset}/{feature_set}/{split}",  # + .npy, .index.parquet, .boxes.npy
     "vocab": "results/vocab/{paper}/{dataset}.{pair}.{side}.json",
+    "vocab_report": "results/data/vocab/{paper}.tsv",
     "model": "results/models/{paper}/{system}/{dataset}.{pair}.seed{seed}",
     "translation": "results/translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt",
     "decode_stats": "results/translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.stats.json",
@@ -219,6 +220,19 @@ def feature_files(dataset, feature_set, split):
     return files
 
 
+def canonical_pair(paper, dataset, pair):
+    """The orientation that names a language pair's codes, vocabularies and subword text: the
+    pair as the paper's tables on `dataset` write it (en-de also for the de-en back-translation
+    model), so that both directions share one set of files."""
+    rev = "-".join(reversed(pair.split("-")))
+    pairs = {
+        t["pair"]
+        for p, _, t in enabled_tables()
+        if p == paper and t["dataset"] == dataset
+    }
+    return rev if rev in pairs and pair not in pairs else pair
+
+
 def model_text(paper, dataset, pair, split, lang):
     """The text a paper's model reads: the recipe's chain, then its BPE where the recipe has BPE
     for this language (per-paper codes); word-, WordPiece- and character-level text is the
@@ -230,7 +244,7 @@ def model_text(paper, dataset, pair, split, lang):
             "bpe_text",
             paper=paper,
             dataset=dataset,
-            pair=pair,
+            pair=canonical_pair(paper, dataset, pair),
             split=split,
             chain=chain,
             lang=lang,
@@ -255,7 +269,11 @@ def vocab_side(paper, lang):
 
 def vocab_file(paper, dataset, pair, lang):
     return path(
-        "vocab", paper=paper, dataset=dataset, pair=pair, side=vocab_side(paper, lang)
+        "vocab",
+        paper=paper,
+        dataset=dataset,
+        pair=canonical_pair(paper, dataset, pair),
+        side=vocab_side(paper, lang),
     )
 
 
@@ -449,20 +467,141 @@ def tokenize_inputs(wildcards):
     return inputs
 
 
+def vocabulary_corpora(paper, ds, pair):
+    """The real text a paper's systems train on for `pair` on dataset `ds` (either direction):
+    every system of its enabled tables there and what they start from or back-translate with
+    (mmt_repro.settings.PaperSettings.vocabulary_corpora). Codes and vocabularies are learnt on
+    all of it, so every system of the paper on `ds` shares them."""
+    rev = "-".join(reversed(pair.split("-")))
+    train = dataset_config(ds)["train"]
+    by_pair = {}
+    for p, _, t in enabled_tables():
+        if p == paper and t["dataset"] == ds and t["pair"] in (pair, rev):
+            by_pair.setdefault(t["pair"], []).extend(t["systems"])
+    parts = []
+    for table_pair, systems in by_pair.items() or [(pair, [])]:
+        for part in SETTINGS[paper].vocabulary_corpora(systems, train, table_pair):
+            if part not in parts:
+                parts.append(part)
+    return parts
+
+
+def vocab_report_rows(wildcards):
+    """For results/data/vocab/{paper}.tsv: one row per vocabulary side and corpus it serves
+    (every corpus of vocabulary_corpora, plus the synthetic back-translated pairs), on each
+    (dataset, pair) of the paper's enabled tables."""
+    paper = wildcards.paper
+    rec = recipe(paper)
+    published = dict(rec.published_vocab)
+    rows, seen = [], set()
+    for p, _, t in enabled_tables():
+        ds, pair = t["dataset"], canonical_pair(paper, t["dataset"], t["pair"])
+        if p != paper or (ds, pair) in seen:
+            continue
+        seen.add((ds, pair))
+        src, tgt = pair.split("-")
+        for lang in (src, tgt):
+            base = dict(
+                dataset=ds,
+                pair=pair,
+                lang=lang,
+                vocab=vocab_file(paper, ds, pair, lang),
+                published_size=published.get(lang),
+                codes=(
+                    path(
+                        "bpe_codes",
+                        paper=paper,
+                        dataset=ds,
+                        pair=pair,
+                        side=bpe_side(paper, lang),
+                    )
+                    if rec.subword_for(lang) == "bpe"
+                    else None
+                ),
+            )
+            for part in vocabulary_corpora(paper, ds, pair):
+                if lang in part.langs:
+                    own = part.dataset is None
+                    rows.append(
+                        dict(
+                            base,
+                            corpus=part.corpus,
+                            split=part.split,
+                            text=(
+                                model_text(paper, ds, pair, part.split, lang)
+                                if own
+                                else corpus_text(paper, ds, pair, part.corpus, lang)
+                            ),
+                            words=path(
+                                "text",
+                                dataset=part.dataset or ds,
+                                split=part.split,
+                                chain=rec.chain_for(lang),
+                                lang=lang,
+                            ),
+                        )
+                    )
+            uses_bt = any(
+                system_settings(paper, s).corpus == "backtranslated"
+                for s in SETTINGS[paper].systems_needed(t["systems"])
+            )
+            if uses_bt:
+                stem = path("backtranslation", paper=paper, dataset=ds, pair=t["pair"])
+                side = "src" if lang == t["pair"].split("-")[0] else "tgt"
+                rows.append(
+                    dict(
+                        base,
+                        corpus="backtranslated",
+                        split=f"synthetic.{side}",
+                        text=f"{stem}/synthetic.{side}",
+                    )
+                )
+    return rows
+
+
+def recipe_max_len(wildcards):
+    return recipe(wildcards.paper).max_len
+
+
+def vocab_report_inputs(wildcards):
+    files = []
+    for row in vocab_report_rows(wildcards):
+        for key in ("vocab", "codes", "text", "words"):
+            if row.get(key) and row[key] not in files:
+                files.append(row[key])
+    return files
+
+
+def vocab_report_targets():
+    """results/data/vocab/{paper}.tsv of every paper with an enabled table."""
+    return [
+        path("vocab_report", paper=paper)
+        for paper in sorted({p for p, _, _ in enabled_tables()})
+    ]
+
+
 def bpe_training_text(wildcards):
-    """The training split of every language these codes cover, in the paper's chain: both BPE
-    sides for joint codes (`recipe.joint_bpe`), else the one language."""
+    """The real text of every language these codes cover, in the paper's chain, from every
+    corpus the paper's systems train on (vocabulary_corpora): both BPE sides for joint codes
+    (`recipe.joint_bpe`), else the one language."""
     paper, ds = wildcards.paper, wildcards.dataset
     rec = recipe(paper)
-    train = dataset_config(ds)["train"]
     langs = [
         lang for lang in wildcards.pair.split("-") if rec.subword_for(lang) == "bpe"
     ]
     if wildcards.side != "joint":
         langs = [wildcards.side]
     return [
-        path("text", dataset=ds, split=train, chain=rec.chain_for(lang), lang=lang)
-        for lang in langs
+        path(
+            "text",
+            dataset=part.dataset or ds,
+            split=part.split,
+            chain=rec.chain_for(lang),
+            lang=lang,
+        )
+        for part in vocabulary_corpora(paper, ds, wildcards.pair)
+        for lang in part.langs
+        if lang in langs
     ]
 
 
@@ -490,11 +629,20 @@ def bpe_codes(wildcards):
 
 
 def train_text(wildcards):
-    """The training text a vocabulary is built on: one side, or both for a joint vocabulary."""
+    """The text a vocabulary is built on, in the model's form: one side, or both for a joint
+    vocabulary, of every corpus the paper's systems train on (vocabulary_corpora)."""
     paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
-    train = dataset_config(ds)["train"]
     langs = pair.split("-") if wildcards.side == "joint" else [wildcards.side]
-    return [model_text(paper, ds, pair, train, lang) for lang in langs]
+    return [
+        (
+            model_text(paper, ds, pair, part.split, lang)
+            if part.dataset is None
+            else corpus_text(paper, ds, pair, part.corpus, lang)
+        )
+        for part in vocabulary_corpora(paper, ds, pair)
+        for lang in part.langs
+        if lang in langs
+    ]
 
 
 def gpu_count(wildcards):
@@ -511,7 +659,7 @@ def corpus_text(paper, ds, pair, corpus, lang):
             "bpe_corpus",
             paper=paper,
             dataset=ds,
-            pair=pair,
+            pair=canonical_pair(paper, ds, pair),
             corpus=corpus,
             chain=chain,
             lang=lang,
@@ -652,7 +800,11 @@ def backtranslation_inputs(wildcards):
         "targets": [model_text(paper, ds, pair, f"train_c{k}", tgt) for k in ks],
         "image_lists": [f"results/data/{ds}/image_splits/train_c{k}.txt" for k in ks],
         "codes": path(
-            "bpe_codes", paper=paper, dataset=ds, pair=pair, side=bpe_side(paper, src)
+            "bpe_codes",
+            paper=paper,
+            dataset=ds,
+            pair=canonical_pair(paper, ds, pair),
+            side=bpe_side(paper, src),
         ),
     }
 

@@ -87,3 +87,22 @@ rule apply_bpe_corpus:
 
 
 ruleorder: apply_bpe_corpus > apply_bpe
+
+
+# Merges, vocabulary sizes beside the paper's, and <unk> rates on every corpus a vocabulary serves.
+rule vocab_report:
+    input:
+        vocab_report_inputs,
+    output:
+        PATHS["vocab_report"],
+    log:
+        "results/logs/vocab_report/{paper}.log",
+    benchmark:
+        "results/benchmarks/vocab_report/{paper}.tsv"
+    conda:
+        "../../envs/text.yaml"
+    params:
+        rows=vocab_report_rows,
+        max_len=recipe_max_len,
+    script:
+        "../scripts/vocab_report.py"

@@ -270,6 +270,8 @@ class Recipe:
             (:func:`filter_parallel`); None = no filter (the paper states none).
         lowercase: whether ``chain`` lowercases (it must then start with ``lc``).
         zh_segmentation: step segmenting Chinese (``"char"``), None for papers without Chinese.
+        published_vocab: the vocabulary sizes the paper reports, ``(lang, size)`` pairs (a
+            mapping in YAML), shown beside ours in ``results/data/vocab/<paper>.tsv``.
         scoring: what is undone before scoring and how the paper scores.
         source: the sentence(s) of the paper these values follow.
         notes: where the paper is silent or ambiguous, what we chose and why.
@@ -289,6 +291,7 @@ class Recipe:
     max_len: int | None = None
     lowercase: bool = False
     zh_segmentation: str | None = None
+    published_vocab: tuple[tuple[str, int], ...] = ()
     scoring: str = ""
     source: str = ""
     notes: str = ""
@@ -326,6 +329,7 @@ class Recipe:
             if values.get(key) is not None:
                 values[key] = tuple(values[key])
         values["chains"] = tuple(sorted((values.get("chains") or {}).items()))
+        values["published_vocab"] = tuple(sorted((values.get("published_vocab") or {}).items()))
         try:
             return cls(paper=paper, **values)
         except TypeError as err:

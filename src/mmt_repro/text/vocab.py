@@ -169,3 +169,54 @@ def build_vocab_file(inputs: list[Path], out: Path, max_size: int | None = None,
     """Build a vocabulary from ``inputs`` and save it to ``out`` (the build_vocab rule)."""
     vocab = Vocab.build([Path(p) for p in inputs], max_size=max_size, min_freq=min_freq)
     return vocab.save(out)
+
+
+# --- how well a vocabulary covers the text it serves --------------------------------------------
+
+REPORT_COLUMNS = ["dataset", "pair", "lang", "vocab", "vocab_size", "published_size", "merges", "corpus",
+                  "split", "sentences", "tokens", "unk_tokens", "unk_rate", "sentences_with_unk",
+                  "sentences_over_max_len", "tokens_per_word"]
+
+
+def coverage(text: Path, vocab: Vocab, max_len: int | None = None, words: Path | None = None) -> dict:
+    """``<unk>`` tokens, sentences holding one, and sentences over ``max_len`` tokens, of a text
+    file as a model reads it (subwords segmented) under ``vocab``; with ``words`` (the same
+    text before subword segmentation) also the mean tokens per word."""
+    lines = read_lines(text)
+    n_tok = n_unk = with_unk = over = 0
+    for line in lines:
+        toks = line.split()
+        unk = sum(1 for t in toks if t not in vocab)
+        n_tok += len(toks)
+        n_unk += unk
+        with_unk += unk > 0
+        over += max_len is not None and len(toks) > max_len
+    out = {"sentences": len(lines), "tokens": n_tok, "unk_tokens": n_unk,
+           "unk_rate": round(n_unk / max(n_tok, 1), 6), "sentences_with_unk": with_unk,
+           "sentences_over_max_len": over if max_len is not None else ""}
+    if words is not None:
+        n_words = sum(len(line.split()) for line in read_lines(words))
+        out["tokens_per_word"] = round(n_tok / max(n_words, 1), 4)
+    return out
+
+
+def vocab_report(rows: list[dict], out: Path, max_len: int | None = None) -> Path:
+    """One TSV row per (vocabulary, corpus it serves): the vocabulary's size beside the
+    paper's (``published_size``), the BPE merges learnt (lines of the codes file, without its
+    version header), and :func:`coverage` of the corpus. Each row of ``rows`` gives
+    ``dataset, pair, lang, vocab (path), published_size, codes (path or None), corpus, split,
+    text (path)`` and optionally ``words`` (path)."""
+    vocabs: dict[str, Vocab] = {}
+    lines = ["\t".join(REPORT_COLUMNS)]
+    for row in rows:
+        vocab = vocabs.setdefault(row["vocab"], Vocab.load(row["vocab"]))
+        merges = ""
+        if row.get("codes"):
+            merges = sum(1 for line in read_lines(row["codes"]) if line and not line.startswith("#version"))
+        cov = coverage(Path(row["text"]), vocab, max_len, Path(row["words"]) if row.get("words") else None)
+        values = {**row, **cov, "vocab": Path(row["vocab"]).name, "vocab_size": len(vocab) - len(Vocab.SPECIALS),
+                  "merges": merges, "published_size": row.get("published_size") or ""}
+        lines.append("\t".join(str(values.get(c, "")) for c in REPORT_COLUMNS))
+    with atomic_write(out) as fh:
+        fh.write("\n".join(lines) + "\n")
+    return Path(out)
