@@ -141,6 +141,13 @@ class ScoringSettings:
     meteor_lang: str | None = None  # METEOR language; None = the target language
     significance_metrics: list[str] = field(default_factory=lambda: ["bleu", "ter"])  # paired tests vs baseline
     shuffle_seed: int = 1234  # derangement of the images in the incongruent-image condition
+    meteor_norm: bool = True  # pass Meteor's -norm (tokenise, normalise, lowercase); MultEval does not
+    ter_lowercase: bool = False  # TER on lowercased text (MultEval's TER lowercases)
+    significance_samples: int = 1000  # approximate-randomisation shuffles (MultEval's default: 10,000)
+    # first: each system's first seed against the baseline's (sacreBLEU's paired test);
+    # all: every seed of both at once, MultEval's stratified approximate randomisation
+    # (mmt_repro.metrics.multeval), which also gives METEOR p-values
+    significance_seeds: str = "first"
 
     def __post_init__(self):
         bad = [m for m in [*self.metrics, *self.significance_metrics] if m not in METRICS]
@@ -150,6 +157,13 @@ class ScoringSettings:
             raise ValueError(f"unknown BLEU tokenize {self.tokenize!r}; valid: {', '.join(BLEU_TOKENIZERS)}")
         if self.bleu_compat not in ("multi-bleu", "sacrebleu"):
             raise ValueError(f"unknown bleu_compat {self.bleu_compat!r}; valid: multi-bleu, sacrebleu")
+        if self.significance_seeds not in ("first", "all"):
+            raise ValueError(f"unknown significance_seeds {self.significance_seeds!r}; valid: first, all")
+        if self.significance_samples < 1:
+            raise ValueError(f"significance_samples must be >= 1, got {self.significance_samples}")
+        if self.significance_seeds == "first" and "meteor" in self.significance_metrics:
+            raise ValueError("METEOR p-values need significance_seeds: all (sufficient statistics, "
+                             "mmt_repro.metrics.multeval); sacreBLEU's paired test has no METEOR")
 
 
 @dataclass

@@ -1,15 +1,14 @@
 """Tests for mmt_repro.metrics.mt: hand-computed BLEU/chrF/TER and reference-tool scores.
 
 The metric-validation sets live in ../shared/datasets/metric-validation (see its README for the
-provenance of each gold value). The full-corpus TER check takes ~50 s and only runs with
-MMT_REPRO_SLOW_TESTS=1.
+provenance of each gold value). The full-corpus TER check against tercom takes ~20 s on two
+processes and runs in the e2e lane.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -267,17 +266,47 @@ def test_iwslt14_outputs_match_multi_bleu(direction, lang, gold, precs, lens):
     assert (s["details"]["sys_len"], s["details"]["ref_len"]) == lens
 
 
-@pytest.mark.skipif(not os.environ.get("MMT_REPRO_SLOW_TESTS"), reason="full-corpus TER takes ~50 s; set MMT_REPRO_SLOW_TESTS=1")
+def _ter_stats(lines: tuple[list[str], list[str]]):
+    from sacrebleu.metrics import TER
+
+    hyps, refs = lines
+    return TER()._extract_corpus_statistics(hyps, [refs])
+
+
+@pytest.mark.e2e  # ~20 s on 2 cores (the whole corpus against tercom's own number): the slow lane
 def test_multeval_example_ter_close_to_tercom():
+    """sacreBLEU's TER against tercom 0.8.0 (via MultEval) on the whole MultEval example (2,489
+    sentences; the sum of per-sentence edits over the sum of reference lengths is the corpus
+    TER, so two processes each take half)."""
+    from concurrent.futures import ProcessPoolExecutor
+
     d = _need(VALIDATION / "multeval-example")
     hyps = read_lines(d / "hyps.lc.tok.en.baseline.opt0")
     refs = read_lines(d / "refs.test2010.lc.tok.en.0")
     gold = float((d / "hyps.baseline.opt0.ter.gold").read_text().strip())  # 0.6551916398508937, a fraction
-    s = corpus_scores(hyps, [refs], metrics=["ter"])["ter"]
+    half = len(hyps) // 2
+    with ProcessPoolExecutor(2) as pool:
+        parts = list(pool.map(_ter_stats, [(hyps[:half], refs[:half]), (hyps[half:], refs[half:])]))
+    edits = sum(row[0] for part in parts for row in part)
+    ref_length = sum(row[1] for part in parts for row in part)
     # tercom 0.8.0 via MultEval: 41129 edits / 62774 reference words; sacreBLEU finds one edit more
-    assert s["details"]["ref_length"] == 62774
-    assert abs(s["details"]["num_edits"] - gold * 62774) <= 1
-    assert round(s["value"], 2) == round(100 * gold, 2)
+    assert ref_length == 62774
+    assert abs(edits - gold * 62774) <= 1
+    assert round(100 * edits / ref_length, 2) == round(100 * gold, 2)
+
+
+def test_ter_case_handling_by_hand():
+    """Cased text: case-sensitive TER counts a case difference as a substitution, MultEval's
+    lowercased TER (``ter_lowercase``) does not; a shift costs one edit either way."""
+    hyps = ["The Cat sat on the Mat .", "a dog runs"]
+    refs = [["the cat sat on the mat .", "runs a dog"]]
+    cased = corpus_scores(hyps, refs, metrics=["ter"], tokenize="none")["ter"]
+    lower = corpus_scores(hyps, refs, metrics=["ter"], tokenize="none", ter_lowercase=True)["ter"]
+    # sentence 1: The/the, Cat/cat, Mat/mat = 3 substitutions (0 lowercased); sentence 2: one shift
+    assert (cased["details"]["num_edits"], cased["details"]["ref_length"]) == (4, 10)
+    assert (lower["details"]["num_edits"], lower["details"]["ref_length"]) == (1, 10)
+    assert cased["value"] == pytest.approx(40.0) and lower["value"] == pytest.approx(10.0)
+    assert "case:mixed" in cased["signature"] and "case:lc" in lower["signature"]
 
 
 # --------------------------------------------------------------------------- BLEU variants

@@ -268,3 +268,17 @@ def test_paper_significance_marks_carried_as_printed(tmp_path):
     marked = real[real.marks != ""]
     assert sorted(zip(marked.system, marked.metric, marked.marks)) == [("nmt_src_img", "bleu", "†‡"),
                                                                       ("nmt_src_img", "ter", "†‡")]
+
+
+def test_no_delta_where_the_score_is_not_the_papers_tool(tmp_path, published):
+    """METEOR without the official paraphrase table (de offline) is not the paper's METEOR:
+    no delta, and the note says why."""
+    sig = "meteor-1.5|lang:de|modules:exact,stem|paraphrase:missing|norm:no|nrefs:1|official:no"
+    path = _score_json(tmp_path, "nmt", 1, {"meteor": 50.0})
+    data = json.loads(path.read_text())
+    data["scores"]["meteor"]["signature"] = sig
+    path.write_text(json.dumps(data))
+    df = make_table([path], "toy", "t1", published, tmp_path / "t.tsv")
+    row = _row(df, "nmt", "meteor")
+    assert row.ours == 50.0 and row.paper_value == 52.3 and math.isnan(row.delta)
+    assert "no delta: METEOR without this language's official paraphrase table" in row.note

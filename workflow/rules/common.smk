@@ -1062,8 +1062,12 @@ def significance_metrics(wildcards):
     return [m for m in metrics if m in SETTINGS[wildcards.paper].scoring.metrics]
 
 
-def significance_tokenize(wildcards):
-    return SETTINGS[wildcards.paper].scoring.tokenize
+def table_target_lang(wildcards):
+    """METEOR's language for a table: the scoring block's, else the pair's target."""
+    return (
+        SETTINGS[wildcards.paper].scoring.meteor_lang
+        or table_config(wildcards)["pair"].split("-")[1]
+    )
 
 
 def table_note(wildcards):

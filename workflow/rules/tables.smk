@@ -19,8 +19,9 @@ rule test_significance:
         baseline=table_baseline,
         pair=table_pair,
         metrics=significance_metrics,
-        n_samples=1000,
-        tokenize=significance_tokenize,
+        scoring=scoring,
+        lang=table_target_lang,
+        meteor_jar=config_path("tools", "meteor_jar"),
         ref_subword=table_reference_subword,
     script:
         "../scripts/test_significance.py"

@@ -19,4 +19,6 @@ run_step(
     ref_subword=snakemake.params.ref_subword,
     decode_stats=snakemake.input.decode_stats,
     meteor_jar=snakemake.params.meteor_jar,
+    meteor_norm=scoring["meteor_norm"],
+    ter_lowercase=scoring["ter_lowercase"],
 )

@@ -244,6 +244,7 @@ def corpus_scores(
     meteor_jar: str | os.PathLike | None = None,
     meteor_norm: bool = True,
     cider_remove_punct: bool = False,
+    ter_lowercase: bool | None = None,
 ) -> dict[str, dict]:
     """Corpus scores of ``hyps`` against one or more reference streams.
 
@@ -256,6 +257,8 @@ def corpus_scores(
     ``bleu`` as :func:`multibleu` (``tokenize`` must then be ``none``). ``meteor_jar``: a
     Meteor 1.5 jar (see :mod:`mmt_repro.metrics.meteor` for the lookup), ``meteor_norm``: pass
     ``-norm``. ``cider_remove_punct``: drop coco-caption's punctuation tokens before CIDEr.
+    ``ter_lowercase``: TER on lowercased text whatever ``lowercase`` says (MultEval's TER
+    lowercases); None follows ``lowercase``.
     """
     metrics = _check_metrics(metrics, VALID_METRICS)
     if bleu_compat not in BLEU_COMPAT:
@@ -293,7 +296,7 @@ def corpus_scores(
         out["chrf3_rec"] = {"value": float(rec), "signature": sig, "details": details}
 
     if "ter" in metrics:
-        m = _make_metric("ter", tokenize, lowercase)
+        m = _make_metric("ter", tokenize, lowercase if ter_lowercase is None else ter_lowercase)
         s = m.corpus_score(hyps, refs)
         out["ter"] = {
             "value": float(s.score),
@@ -328,6 +331,7 @@ def score_files(
     cider_remove_punct: bool = False,
     ref_subword: str = "none",
     decode_stats: Path | None = None,
+    ter_lowercase: bool | None = None,
 ) -> dict:
     """Score a hypothesis file against reference files and write the score JSON atomically.
 
@@ -366,6 +370,7 @@ def score_files(
         meteor_jar=meteor_jar,
         meteor_norm=meteor_norm,
         cider_remove_punct=cider_remove_punct,
+        ter_lowercase=ter_lowercase,
     )
     result = {"meta": dict(meta), "scores": scores, "n_sentences": len(hyp_lines)}
     if decode_stats is not None:

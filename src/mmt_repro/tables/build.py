@@ -178,6 +178,17 @@ def _round2(x: float) -> float:
 # --------------------------------------------------------------------------- tables
 
 
+def not_the_papers_tool(signature: str) -> str:
+    """Why a score is not computed the way the paper's tool computes it (then the table gives no
+    delta), or "": METEOR without the language's official paraphrase table (``official:no``)."""
+    if "meteor" in signature and "official:no" in signature:
+        missing = "paraphrase:missing" in signature
+        return ("METEOR without this language's official paraphrase table (paraphrase:missing), not the paper's "
+                "Meteor 1.5; set tools.meteor_jar to the full release" if missing
+                else "METEOR with settings other than the official ones for this language (official:no)")
+    return ""
+
+
 def make_table(
     score_jsons: list[Path],
     paper: str,
@@ -268,6 +279,10 @@ def make_table(
         r = rows[key]
         pv = paper_values.get(key)
         delta = _round2(r["ours"] - pv) if (r["ours"] is not None and pv is not None) else None
+        other_tool = not_the_papers_tool(r["signature"])
+        if delta is not None and other_tool:
+            delta = None
+            r["note"] = "; ".join(x for x in (r["note"], f"no delta: {other_tool}") if x)
         out.append(
             {
                 "paper": paper,
