@@ -53,7 +53,7 @@ rule all:
     default_target: True
     input:
         "results/tables/all.tsv",
-        "results/data/stats.tsv",
+        PATHS["stats"],
         vocab_report_targets(),
         recipe_targets(),
         all_figures(),

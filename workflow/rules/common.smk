@@ -47,6 +47,15 @@ except (ConfigError, DataError) as err:
 
 # Every output path template, defined once; rules and input functions format these.
 PATHS = {
+    "data_dir": "results/data/{dataset}",  # a prepared corpus's own layout below it
+    "corpus": "results/data/{dataset}/{split}.{lang}",
+    "image_list": "results/data/{dataset}/image_splits/{split}.txt",
+    "video_list": "results/data/{dataset}/video_splits/{split}.txt",
+    "images": "results/data/{dataset}/images",
+    "labels": "results/data/{dataset}/labels/{split}.tsv",
+    "given_boxes": "results/data/{dataset}/boxes/{split}.json",
+    "corpus_stats": "results/data/stats/{dataset}.tsv",
+    "stats": "results/data/stats.tsv",
     "text": "results/text/{dataset}/{split}.{chain}.{lang}",
     "bpe_codes": "results/text/{paper}/{dataset}.{pair}/bpe.{side}.codes",
     "bpe_text": "results/text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}",
@@ -418,13 +427,19 @@ def corpus_text_files(ds):
             for lang in cfg.get("langs", [])
         ]
     files = {
-        "|".join(name.rsplit(".", 1)): f"results/data/{ds}/{name}" for name in names
+        "|".join(name.rsplit(".", 1)): path(
+            "corpus",
+            dataset=ds,
+            split=name.rsplit(".", 1)[0],
+            lang=name.rsplit(".", 1)[1],
+        )
+        for name in names
     }
     if (
         not files and cfg["source"] in CORPUS_SOURCES
     ):  # an image split without captions: count images
         for out in corpus_plan_of(ds)[1]:
-            files[f"{Path(out).stem}|images"] = f"results/data/{ds}/{out}"
+            files[f"{Path(out).stem}|images"] = f"{path('data_dir', dataset=ds)}/{out}"
     return files
 
 
@@ -435,7 +450,7 @@ def stats_image_lists(wildcards):
         return {}
     splits = {key.split("|")[0] for key in corpus_text_files(wildcards.dataset)}
     return {
-        s: f"results/data/{wildcards.dataset}/image_splits/{s}.txt"
+        s: path("image_list", dataset=wildcards.dataset, split=s)
         for s in sorted(splits)
     }
 
@@ -460,7 +475,12 @@ TEXT_CHAIN = r"(lc\.)?(norm\.)?(tok|wp|char)|lc\.norm|lc|norm"
 def tokenize_inputs(wildcards):
     """The prepared text, plus BertGen's WordPiece vocabulary for chains with the wp step."""
     inputs = {
-        "text": f"results/data/{wildcards.dataset}/{wildcards.split}.{wildcards.lang}"
+        "text": path(
+            "corpus",
+            dataset=wildcards.dataset,
+            split=wildcards.split,
+            lang=wildcards.lang,
+        )
     }
     if wildcards.chain.endswith("wp"):
         inputs["wordpiece_vocab"] = f"resources/{WORDPIECE_VOCAB_INPUT}/vocab.txt"
@@ -798,7 +818,9 @@ def backtranslation_inputs(wildcards):
             for k in ks
         ],
         "targets": [model_text(paper, ds, pair, f"train_c{k}", tgt) for k in ks],
-        "image_lists": [f"results/data/{ds}/image_splits/train_c{k}.txt" for k in ks],
+        "image_lists": [
+            path("image_list", dataset=ds, split=f"train_c{k}") for k in ks
+        ],
         "codes": path(
             "bpe_codes",
             paper=paper,
@@ -898,10 +920,12 @@ def score_meta(wildcards):
 def image_inputs(wildcards):
     """The split's image list, plus the image folder when the workflow makes it."""
     inputs = {
-        "image_list": f"results/data/{wildcards.dataset}/image_splits/{wildcards.split}.txt"
+        "image_list": path(
+            "image_list", dataset=wildcards.dataset, split=wildcards.split
+        )
     }
     if dataset_config(wildcards.dataset)["source"] == "grounded":
-        inputs["images"] = f"results/data/{wildcards.dataset}/images"
+        inputs["images"] = path("images", dataset=wildcards.dataset)
     return inputs
 
 
@@ -910,8 +934,8 @@ def region_inputs(wildcards):
     inputs = image_inputs(wildcards)
     fs = feature_set_config(wildcards.dataset, wildcards.feature_set)
     if fs.get("boxes", "detected") == "given":
-        inputs["given_boxes"] = (
-            f"results/data/{wildcards.dataset}/boxes/{wildcards.split}.json"
+        inputs["given_boxes"] = path(
+            "given_boxes", dataset=wildcards.dataset, split=wildcards.split
         )
     return inputs
 
@@ -924,7 +948,7 @@ def image_dir(wildcards):
     """Where the images are: the generated folder, or the configured (request-only) one."""
     cfg = dataset_config(wildcards.dataset)
     if cfg["source"] == "grounded":
-        return f"results/data/{wildcards.dataset}/images"
+        return path("images", dataset=wildcards.dataset)
     return config_path("datasets", wildcards.dataset, "images") or ""
 
 

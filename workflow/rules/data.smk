@@ -18,15 +18,11 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
         name:
             "generate_grounded" if _k == 0 else f"generate_grounded_{_names[0]}"
         output:
-            text=expand(
-                "results/data/{{dataset}}/{split}.{lang}", split=_splits, lang=_langs
-            ),
-            image_lists=expand(
-                "results/data/{{dataset}}/image_splits/{split}.txt", split=_splits
-            ),
-            labels=expand("results/data/{{dataset}}/labels/{split}.tsv", split=_splits),
-            boxes=expand("results/data/{{dataset}}/boxes/{split}.json", split=_splits),
-            images=directory("results/data/{dataset}/images"),
+            text=expand(PATHS["corpus"], split=_splits, lang=_langs, allow_missing=True),
+            image_lists=expand(PATHS["image_list"], split=_splits, allow_missing=True),
+            labels=expand(PATHS["labels"], split=_splits, allow_missing=True),
+            boxes=expand(PATHS["given_boxes"], split=_splits, allow_missing=True),
+            images=directory(PATHS["images"]),
         log:
             "results/logs/generate_grounded/{dataset}.log",
         benchmark:
@@ -46,15 +42,15 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
 
 rule generate_comparable:
     input:
-        labels="results/data/{dataset}/labels/train.tsv",
+        labels=path("labels", dataset="{dataset}", split="train"),
     output:
         text=expand(
-            "results/data/{{dataset}}/train_c{k}.{lang}",
+            path("corpus", dataset="{{dataset}}", split="train_c{k}", lang="{lang}"),
             k=range(1, COMPARABLE_PER_IMAGE + 1),
             lang=["en", "de"],
         ),
         image_lists=expand(
-            "results/data/{{dataset}}/image_splits/train_c{k}.txt",
+            path("image_list", dataset="{{dataset}}", split="train_c{k}"),
             k=range(1, COMPARABLE_PER_IMAGE + 1),
         ),
     log:
@@ -103,7 +99,7 @@ rule prepare_multi30k:
     input:
         multi30k_file("text"),
     output:
-        "results/data/{dataset}/{split}.{lang}",
+        PATHS["corpus"],
     log:
         "results/logs/prepare_multi30k/{dataset}/{split}.{lang}.log",
     benchmark:
@@ -121,7 +117,7 @@ rule prepare_multi30k_image_list:
     input:
         multi30k_file("image_list"),
     output:
-        "results/data/{dataset}/image_splits/{split}.txt",
+        PATHS["image_list"],
     log:
         "results/logs/prepare_multi30k_image_list/{dataset}/{split}.log",
     benchmark:
@@ -139,7 +135,7 @@ rule prepare_multi30k_comparable:
     input:
         "resources/multi30k_task2/raw/train.{k}.{lang}.gz",
     output:
-        "results/data/multi30k/train_c{k}.{lang}",
+        path("corpus", dataset="multi30k", split="train_c{k}", lang="{lang}"),
     log:
         "results/logs/prepare_multi30k_comparable/train_c{k}.{lang}.log",
     benchmark:
@@ -157,7 +153,7 @@ rule prepare_multi30k_comparable_image_list:
     input:
         "resources/multi30k_task2/image_splits/train_images.txt",
     output:
-        "results/data/multi30k/image_splits/train_c{k}.txt",
+        path("image_list", dataset="multi30k", split="train_c{k}"),
     log:
         "results/logs/prepare_multi30k_comparable_image_list/train_c{k}.log",
     benchmark:
@@ -174,8 +170,8 @@ rule prepare_wmt15:
     input:
         expand("resources/wmt15_en_de/{archive}", archive=WMT15_ARCHIVES),
     output:
-        en="results/data/wmt15/train.en",
-        de="results/data/wmt15/train.de",
+        en=path("corpus", dataset="wmt15", split="train", lang="en"),
+        de=path("corpus", dataset="wmt15", split="train", lang="de"),
     log:
         "results/logs/prepare_wmt15/wmt15.log",
     benchmark:
@@ -197,7 +193,10 @@ for _dataset in PREPARED_CORPORA:
         input:
             list(corpus_plan_of(_dataset)[0].values()),
         output:
-            [f"results/data/{_dataset}/{out}" for out in corpus_plan_of(_dataset)[1]],
+            [
+                f"{path('data_dir', dataset=_dataset)}/{out}"
+                for out in corpus_plan_of(_dataset)[1]
+            ],
         log:
             f"results/logs/prepare_corpus/{_dataset}.log",
         benchmark:
@@ -215,7 +214,7 @@ rule corpus_stats:
     input:
         stats_inputs,
     output:
-        "results/data/stats/{dataset}.tsv",
+        PATHS["corpus_stats"],
     log:
         "results/logs/corpus_stats/{dataset}.log",
     benchmark:
@@ -232,9 +231,9 @@ rule corpus_stats:
 
 rule gather_stats:
     input:
-        expand("results/data/stats/{dataset}.tsv", dataset=config["data"]["corpora"]),
+        expand(PATHS["corpus_stats"], dataset=config["data"]["corpora"]),
     output:
-        "results/data/stats.tsv",
+        PATHS["stats"],
     log:
         "results/logs/gather_stats/stats.log",
     benchmark:

@@ -5,8 +5,8 @@
 
 rule list_media:
     output:
-        images="results/data/{dataset}/image_splits/all.txt",
-        videos="results/data/{dataset}/video_splits/all.txt",
+        images=path("image_list", dataset="{dataset}", split="all"),
+        videos=path("video_list", dataset="{dataset}", split="all"),
     log:
         "results/logs/list_media/{dataset}.log",
     benchmark:
@@ -95,7 +95,7 @@ rule extract_regions:
 
 rule extract_video:
     input:
-        video_list="results/data/{dataset}/video_splits/{split}.txt",
+        video_list=PATHS["video_list"],
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
@@ -126,7 +126,7 @@ rule extract_video:
 
 rule import_features:
     input:
-        image_list="results/data/{dataset}/image_splits/{split}.txt",
+        image_list=PATHS["image_list"],
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
