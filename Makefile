@@ -29,12 +29,18 @@ smoke: $(STAMP)
 
 # Every lane: unit, pipeline, e2e (smoke, stand-in paper) and slurm (a real single-node cluster,
 # which doubles as the determinism check). tests/conftest.py says which test is in which lane.
+# The fast lanes run on two pytest workers (pytest-xdist; one torch thread each, so that the two
+# never oversubscribe the cores); the e2e and slurm lanes run after them, one test at a time,
+# since they share one smoke run and a SLURM cluster and use both cores themselves.
+FAST_LANES = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 -m "not e2e and not slurm"
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(FAST_LANES)
+	$(BIN)/python -m pytest -q -m "e2e or slurm"
 
 # Daily work: unit + pipeline (planning, data steps, error paths; no real training), < 3 min.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not e2e and not slurm"
+	$(FAST_LANES)
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint --configfile config/smoke.yaml
