@@ -20,7 +20,8 @@ into ``(n_segments, 2048)`` features:
    classification head, whose fixed pooling only fits 8-frame 224x224 clips); the segment's
    feature is the global mean of the trunk output over time and space (2048-d).
 
-``weights``: ``"random"`` (seeded random init, smoke tests), a local ``.pth``/``.pyth`` file
+``weights``: ``"random"`` (seeded random init with live residual branches,
+:func:`live_residual_branches`; smoke tests), a local ``.pth``/``.pyth`` file
 (a pytorchvideo checkpoint with ``"model_state"``, or a plain ``state_dict``), or
 ``"kinetics400"`` (pytorchvideo's released ``I3D_8x8_R50`` checkpoint through torch.hub's
 download cache; offline without a cached copy it raises :class:`~mmt_repro.io.DataError`).
@@ -216,6 +217,24 @@ class I3DExtractor(FrozenModel):
             return x.mean(dim=(2, 3, 4))
 
 
+def live_residual_branches(model: torch.nn.Module) -> int:
+    """Set the scale of the last BatchNorm of every residual branch (``branch2.norm_c``) to 1.
+
+    pytorchvideo initialises it to 0 ("zero-init residual", a trick for training from
+    scratch), so an *untrained* i3d_r50 is its stem plus the 1x1x1 shortcut projections: the
+    3D convolutions of all 16 residual branches add nothing. Its pooled features then lose the
+    direction of motion: on the grounded video set (16 frames, 32 px) a linear probe reads the
+    direction from 24 % of clips (chance) with the branches off and 99.5 % with them live.
+    Random weights are for checks only, so the branches are live. Returns how many were set."""
+    n = 0
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("branch2.norm_c.weight"):
+                param.fill_(1.0)
+                n += 1
+    return n
+
+
 def _build_i3d(weights: str, seed: int):
     with warnings.catch_warnings():  # pytorchvideo's import-time torch.jit.script FutureWarning
         warnings.simplefilter("ignore", FutureWarning)
@@ -240,6 +259,7 @@ def _build_i3d(weights: str, seed: int):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
             model = i3d_r50(pretrained=False)
+        live_residual_branches(model)
         return model, f"random-init seed {int(seed)}"
     from mmt_repro.features.regions import _load_state_dict, _load_strict
 
