@@ -14,6 +14,7 @@ from mmt_repro.models import Vocabs, build_model, make_config
 from mmt_repro.models.transformer import (
     MultiHeadAttention,
     TransformerConfig,
+    UncachedDecoding,
     attention,
     label_smoothed_nll,
     sinusoidal_table,
@@ -161,23 +162,6 @@ def test_beam_one_equals_greedy():
     assert beam_search(m, b, 1, max_len=9, alpha=0.0) == g
 
 
-class _NoCache:
-    """The same model decoded without a cache: the state is the prefix, recomputed at each step."""
-
-    def __init__(self, model):
-        self.m, self.specials, self.decoding = model, model.specials, "step"
-
-    def encode(self, batch):
-        return {"src": batch["src"]}
-
-    def init_state(self, enc):
-        return enc["src"].new_zeros(enc["src"].size(0), 0)  # the target prefix so far (starts empty)
-
-    def step(self, enc, state, prev):
-        prefix = torch.cat([state, prev.unsqueeze(1)], 1)  # <bos> first
-        return self.m.full_step_scores({"src": enc["src"]}, prefix), prefix, {}
-
-
 def test_beam_search_with_cached_state_equals_beam_search_without_cache():
     """The shared beam search reorders the caches (index_select on dim 0) and drops finished
     sentences from the flat batch: the result equals decoding that recomputes every prefix."""
@@ -185,10 +169,10 @@ def test_beam_search_with_cached_state_equals_beam_search_without_cache():
     b = batch(bsz=5, seed=3)
     with torch.no_grad():
         cached = beam_search(m, b, 4, max_len=10, alpha=1.0)
-        plain = beam_search(_NoCache(m), b, 4, max_len=10, alpha=1.0)
+        plain = beam_search(UncachedDecoding(m), b, 4, max_len=10, alpha=1.0)
         assert cached == plain
         g_cached, _ = greedy(m, b, max_len=10)
-        g_plain, _ = greedy(_NoCache(m), b, max_len=10)
+        g_plain, _ = greedy(UncachedDecoding(m), b, max_len=10)
         assert g_cached == g_plain
 
 

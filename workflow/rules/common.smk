@@ -804,7 +804,19 @@ def media_folder(wildcards):
 
 
 def video_dir(wildcards):
+    """Where the videos are: the generated folder of a grounded video set, or the configured one."""
+    if dataset_config(wildcards.dataset)["source"] == "grounded_video":
+        return f"results/data/{wildcards.dataset}/videos"
     return config_path("datasets", wildcards.dataset, "videos") or ""
+
+
+def video_inputs(wildcards):
+    """The split's video list, plus the video folder when the workflow makes it."""
+    stem = f"results/data/{wildcards.dataset}"
+    inputs = {"video_list": f"{stem}/video_splits/{wildcards.split}.txt"}
+    if dataset_config(wildcards.dataset)["source"] == "grounded_video":
+        inputs["videos"] = f"{stem}/videos"
+    return inputs
 
 
 def pretrained_source(wildcards):

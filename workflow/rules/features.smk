@@ -94,7 +94,7 @@ rule extract_regions:
 
 rule extract_video:
     input:
-        video_list="results/data/{dataset}/video_splits/{split}.txt",
+        unpack(video_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
@@ -118,6 +118,7 @@ rule extract_video:
         n_segments=feature_param("n_segments"),
         frames_per_segment=feature_param("frames_per_segment", 8),
         crop_size=feature_param("crop_size", 224),
+        batch_size=feature_param("batch_size", 8),
         device=config["device"],
     script:
         "../scripts/extract_video.py"
@@ -161,7 +162,7 @@ rule standardize_features:
     benchmark:
         "results/benchmarks/standardize_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("grid"),
+        feature_set=f'{feature_sets_of("grid")}|{feature_sets_of("video")}',
     conda:
         "../../envs/torch.yaml"
     script:

@@ -164,8 +164,10 @@ def write_clip(path: Path, frames: np.ndarray, fps: int = 8) -> None:
     """Frames ``(F, H, W, 3)`` uint8 as a lossless FFV1 Matroska file (atomically)."""
     import av
 
-    with atomic_path(path) as tmp, av.open(str(tmp), mode="w", format="matroska") as out:
-        stream = out.add_stream("ffv1", rate=fps)
+    # bitexact: no random segment UIDs or dates, so the same frames give the same bytes
+    with atomic_path(path) as tmp, av.open(str(tmp), mode="w", format="matroska",
+                                           container_options={"fflags": "+bitexact"}) as out:
+        stream = out.add_stream("ffv1", rate=fps, options={"flags": "+bitexact"})
         stream.width, stream.height = frames.shape[2], frames.shape[1]
         stream.pix_fmt = "bgr0"
         for f in frames:

@@ -295,8 +295,8 @@ def extract_video_features(
 ) -> dict:
     """I3D segment features of every video of ``video_list`` into a video store (module docstring).
 
-    ``batch_size`` segments go through the network at once; ``chunk_size`` videos make one
-    resumable chunk. Returns a summary dict (n_videos, shape, weights_desc, seconds,
+    ``batch_size`` segments (of one or several videos) go through the network at once;
+    ``chunk_size`` videos make one resumable chunk. Returns a summary dict (n_videos, shape, weights_desc, seconds,
     clips_per_s, videos_per_s, resumed_chunks).
     """
     if not video_dir:
@@ -327,6 +327,20 @@ def extract_video_features(
                                                             tag="video", what="videos") as w:
         A = w.arrays
         for _, a, b in w.pending():
+            # Segments of consecutive videos share batches (a 1-segment video alone would run the
+            # network on batches of one); each chunk's rows are finished before the next chunk.
+            todo: list[tuple[int, int, torch.Tensor]] = []  # (row, slot, clip) waiting for a batch
+            outs: dict[int, np.ndarray] = {}
+
+            def run_batch():
+                feats = ext(torch.stack([clip for _, _, clip in todo])).float().cpu().numpy()
+                if feats.shape != (len(todo), D):
+                    raise DataError(out_npy, f"I3D returned {feats.shape} for {len(todo)} clips, expected "
+                                    f"{(len(todo), D)}", "fix the extractor")
+                for (r, slot, _), f in zip(todo, feats):
+                    outs[r][slot] = f
+                todo.clear()
+
             for row in range(a, b):
                 name = names[row]
                 try:
@@ -337,20 +351,20 @@ def extract_video_features(
                 if undecodable:
                     continue  # keep going only to collect every bad video
                 idx, valid = segment_frames(len(frames), S, T, mode, times, fps)
-                out = np.zeros((S, D), dtype=np.float32)
-                for s in range(0, valid, batch_size):
-                    clips = torch.stack([ext.preprocess(frames[idx[j]]) for j in range(s, min(valid, s + batch_size))])
-                    feats = ext(clips).float().cpu().numpy()
-                    if feats.shape != (len(clips), D):
-                        raise DataError(out_npy, f"I3D returned {feats.shape} for {len(clips)} clips, expected "
-                                        f"{(len(clips), D)}", "fix the extractor")
-                    out[s:s + len(clips)] = feats
-                A["status"][row] = row_status(out[None])[0]
-                A["features"][row] = to_float16(out)
+                outs[row] = np.zeros((S, D), dtype=np.float32)
                 A["n_segments"][row] = valid
                 A["n_frames"][row] = len(frames)
+                for j in range(valid):
+                    todo.append((row, j, ext.preprocess(frames[idx[j]])))
+                    if len(todo) >= batch_size:
+                        run_batch()
                 clips_now += valid
                 videos_now += 1
+            if todo and not undecodable:
+                run_batch()
+            for row, out in outs.items():
+                A["status"][row] = row_status(out[None])[0]
+                A["features"][row] = to_float16(out)
         if undecodable:
             raise DataError(video_dir, list_problems("undecodable", undecodable, video_dir, what="video"),
                             "fetch those videos again, or remove them from the video list")

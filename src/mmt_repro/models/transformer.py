@@ -486,3 +486,31 @@ class TransformerNMT(MMTModel):
         memory, mask, _ = self.run_encoder(batch)
         h, _, _ = self.decoder(self.tgt_embed(prefix), memory, mask)
         return F.log_softmax(F.linear(h[:, -1], self.output_weight).float(), dim=-1)
+
+
+class UncachedDecoding:
+    """A :class:`TransformerNMT` driven by the shared step search *without* its cache: the
+    state is the target prefix so far, and every step recomputes the decoder over the whole
+    prefix (:meth:`TransformerNMT.full_step_scores`), as a toolkit without incremental state
+    does. Decodes exactly what the cached model decodes, slower; tests and benchmarks use it to
+    check that the cache changes nothing."""
+
+    decoding = "step"
+
+    def __init__(self, model: TransformerNMT):
+        self.model, self.specials = model, model.specials
+        self.registry_name = f"{model.registry_name} (uncached)"
+
+    def eval(self):
+        self.model.eval()
+        return self
+
+    def encode(self, batch: dict) -> dict:
+        return {k: v for k, v in batch.items() if torch.is_tensor(v)}
+
+    def init_state(self, enc: dict) -> torch.Tensor:
+        return enc["ids"].new_zeros(enc["ids"].size(0), 0)  # the prefix before <bos>: empty
+
+    def step(self, enc: dict, state: torch.Tensor, prev: torch.Tensor):
+        prefix = torch.cat([state, prev.unsqueeze(1)], 1)
+        return self.model.full_step_scores(enc, prefix), prefix, {}
