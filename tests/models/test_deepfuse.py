@@ -170,3 +170,13 @@ def test_direction_accuracy_column():
     assert direction_accuracy(both, refs[:2], "zh")["accuracy"] == 50.0  # two directions stated: wrong
     de = direction_accuracy(["ein kreis bewegt sich nach links ."], ["ein kreis bewegt sich nach links ."], "de")
     assert de["accuracy"] == 100.0
+
+
+def test_jieba_word_bleu_beside_character_bleu():
+    from mmt_repro.metrics.zh_words import jieba_words, join_chars, word_bleu
+
+    assert join_chars("一 个 人 在 跑 步 。") == "一个人在跑步。"
+    words = jieba_words("一 个 人 在 跑 步 。").split()
+    assert "".join(words) == "一个人在跑步。" and len(words) < 7
+    same = word_bleu(["一 个 人 在 跑 步 。"], ["一个人在跑步。"])
+    assert same["value"] == pytest.approx(100.0) and same["signature"].endswith("zh-seg:jieba")
