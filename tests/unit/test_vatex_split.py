@@ -24,3 +24,15 @@ def test_split_by_video_keeps_videos_whole_and_is_seeded():
     assert out != split_by_video(_data(), {"train": 3, "val": 1, "test": 2}, seed=2)
     with pytest.raises(DataError, match="there are 6"):
         split_by_video(_data(), {"train": 7}, seed=1)
+
+
+def test_jieba_chain_step_for_chinese_only():
+    from mmt_repro.text.recipes import apply_chain, parse_chain
+
+    assert parse_chain("jieba", "zh") == ("jieba",)
+    with pytest.raises(ValueError, match="zh only"):
+        parse_chain("lc.jieba", "en")
+    with pytest.raises(ValueError, match="more than one segmenting step"):
+        parse_chain("char.jieba", "zh")
+    (words,) = apply_chain(["一个人在跑步。"], "jieba", "zh")
+    assert "".join(words.split()) == "一个人在跑步。" and 1 < len(words.split()) < 7

@@ -128,7 +128,7 @@ wildcard_constraints:
     split="[a-z0-9_]+",
     lang="[a-z]{2}",
     pair="[a-z]{2}-[a-z]{2}",
-    chain=r"(lc\.)?(norm\.)?(tok|wp|char)|lc\.norm|lc|norm",
+    chain=r"(lc\.)?(norm\.)?(tok|wp|char|jieba)|lc\.norm|lc|norm",
     side="[a-z]{2}|joint",
     analysis="[a-z0-9_]+",
     corpus="[a-z0-9_]+",
@@ -430,8 +430,8 @@ def local_input_dir(wildcards):
     return config_path("inputs", "local", wildcards.input)
 
 
-# A tokenisation chain in a file name: [lc.][norm.][tok|wp|char] (mmt_repro.text.recipes.parse_chain)
-TEXT_CHAIN = r"(lc\.)?(norm\.)?(tok|wp|char)|lc\.norm|lc|norm"
+# A tokenisation chain in a file name: [lc.][norm.][tok|wp|char|jieba] (mmt_repro.text.recipes.parse_chain)
+TEXT_CHAIN = r"(lc\.)?(norm\.)?(tok|wp|char|jieba)|lc\.norm|lc|norm"
 
 
 def tokenize_inputs(wildcards):
