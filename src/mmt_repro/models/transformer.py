@@ -490,10 +490,10 @@ class TransformerNMT(MMTModel):
 
 class UncachedDecoding:
     """A :class:`TransformerNMT` driven by the shared step search *without* its cache: the
-    state is the target prefix so far, and every step recomputes the decoder over the whole
-    prefix (:meth:`TransformerNMT.full_step_scores`), as a toolkit without incremental state
-    does. Decodes exactly what the cached model decodes, slower; tests and benchmarks use it to
-    check that the cache changes nothing."""
+    encoder runs once per batch, but every step recomputes the decoder over the whole target
+    prefix (the state is the prefix), as a toolkit without incremental state does. Decodes
+    exactly what the cached model decodes, slower; tests and benchmarks use it to check that the
+    cache changes nothing."""
 
     decoding = "step"
 
@@ -506,11 +506,14 @@ class UncachedDecoding:
         return self
 
     def encode(self, batch: dict) -> dict:
-        return {k: v for k, v in batch.items() if torch.is_tensor(v)}
+        memory, mask, _ = self.model.run_encoder(batch)
+        return {"memory": memory, "memory_mask": mask}
 
     def init_state(self, enc: dict) -> torch.Tensor:
-        return enc["ids"].new_zeros(enc["ids"].size(0), 0)  # the prefix before <bos>: empty
+        return enc["memory_mask"].new_zeros(enc["memory"].size(0), 0, dtype=torch.long)  # no token before <bos>
 
     def step(self, enc: dict, state: torch.Tensor, prev: torch.Tensor):
         prefix = torch.cat([state, prev.unsqueeze(1)], 1)
-        return self.model.full_step_scores(enc, prefix), prefix, {}
+        m = self.model
+        h, _, _ = m.decoder(m.tgt_embed(prefix), enc["memory"], enc["memory_mask"])
+        return F.log_softmax(F.linear(h[:, -1], m.output_weight).float(), dim=-1), prefix, {}
