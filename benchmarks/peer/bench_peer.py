@@ -94,8 +94,8 @@ TRANSFORMER = {"layers": 3, "d_model": 256, "heads": 4, "ff": 1024, "dropout": 0
                "lr": 5e-4, "warmup": 1000, "betas": [0.9, 0.98], "clip": 1.0, "batch": 64}
 DIFFERENCES_TRANSFORMER = [
     "layer norm: pre-LN in both (JoeyNMT's default; ours `pre_norm: true`), with a final LayerNorm on both stacks",
-    "attention dropout: ours 0.1 on the attention weights (Vaswani et al.); JoeyNMT applies its dropout (0.1) "
-    "to the attention weights too",
+    "dropout 0.1 in both on the embeddings, the attention weights, after the FFN's ReLU and on each sub-layer "
+    "output",
     "initialisation: ours Xavier-uniform matrices and N(0, d^-1/2) embeddings (fairseq); JoeyNMT Xavier-uniform "
     "everywhere, embeddings included (its transformer configs' initializer)",
     "label smoothing: ours fairseq's (epsilon / (V - 1) on every other token); JoeyNMT epsilon / (V - 2) "
@@ -177,6 +177,7 @@ def ours_model_config(model: str = "gru") -> dict:
         t = TRANSFORMER
         return {"d_model": t["d_model"], "n_heads": t["heads"], "d_ff": t["ff"], "enc_layers": t["layers"],
                 "dec_layers": t["layers"], "dropout": t["dropout"], "attention_dropout": t["dropout"],
+                "activation_dropout": t["dropout"],  # JoeyNMT's feed-forward drops after the ReLU too
                 "label_smoothing": t["label_smoothing"], "pre_norm": True, "tie_embeddings": True}
     return {"emb_dim": GRU["emb"], "enc_dim": GRU["enc"], "dec_dim": GRU["dec"], "att_dim": GRU["att"],
             "init_std": 0.1, "dropout_enc": GRU["dropout"], "dropout_dec": GRU["dropout"],
