@@ -1,4 +1,5 @@
-"""DeepFuse (Wu 2020) through the workflow: Table 1 plans from raw data in the full config, and
+"""DeepFuse (Wu 2020) through the workflow (named apart from tests/models/test_deepfuse.py: pytest's default
+import mode refuses two test modules of one basename): Table 1 plans from raw data in the full config, and
 the smoke run's grounded video check (the video path carries what only the frame order shows)."""
 
 from __future__ import annotations
