@@ -2,7 +2,8 @@
 
     make bench-peer        # installs the peer into .venv-peer (benchmarks/peer/setup_peer.sh), then runs this
     python benchmarks/peer/bench_peer.py [--budget-min 4] [--repeats 3] [--threads 2] [--work DIR]
-    python benchmarks/peer/bench_peer.py --budget-min 40 --repeats 1     # the full run (~1.5 h)
+                                         [--models gru transformer] [--beams 1 5]
+    python benchmarks/peer/bench_peer.py --budget-min 40 --repeats 1     # the full run (~3 h)
 
 Data, the same files for both toolkits: Multi30k task 1 train / val / test2016 En-De from
 ``../shared/datasets`` (``--datasets``), lowercased, punctuation-normalised and Moses-tokenised
@@ -11,9 +12,18 @@ the training text of both languages. Each toolkit builds its own vocabulary from
 training text (every type; min frequency 1), drops training pairs over 80 tokens, and decodes
 the segmented test source.
 
-Models: a GRU NMT of the same sizes in both (``GRU`` below: bi-GRU 512 encoder, GRU 512 decoder
-with additive attention, embeddings 256, dropout 0.3, Adam 1e-3, clip 1.0, batches of 64
-sentences, loss per target token). ``DIFFERENCES`` lists where the two architectures differ.
+Models (``--models``), each of the same sizes in both toolkits:
+
+- ``gru`` (``GRU`` below): bi-GRU 512 encoder, GRU 512 decoder with additive attention,
+  embeddings 256, dropout 0.3, Adam 1e-3, clip 1.0, batches of 64 sentences, loss per target
+  token. ``DIFFERENCES`` lists where the two architectures differ.
+- ``transformer`` (``TRANSFORMER``): 3+3 layers x 256, 4 heads, FFN 1024, pre-LN, tied target
+  embeddings and output layer, dropout 0.1, label smoothing 0.1, Adam (0.9, 0.98) with linear
+  warm-up over 1,000 updates to 5e-4 and inverse square root decay, clip 1.0, batches of 64
+  sentences. Ours is the shared ``transformer.nmt``; ``DIFFERENCES_TRANSFORMER`` lists the
+  differences. Ours also decodes greedily *without* its cache (every step recomputes the
+  decoder over the whole prefix, as JoeyNMT does): the outputs must be identical, and the rate
+  shows what the cache buys.
 
 Each repeat runs both toolkits one after the other (ours first in odd repeats, the peer first in
 even ones), never at the same time. For each toolkit and repeat:
@@ -23,8 +33,8 @@ even ones), never at the same time. For each toolkit and repeat:
   (ours: SIGTERM, which saves ``.last.pt``; JoeyNMT: SIGINT, which saves ``latest.ckpt``).
   Training target tok/s is the median of the toolkit's own periodic rates (every 50 updates,
   the first interval dropped), both counting non-padding target tokens with </s>;
-- decode test2016 (1,000 sentences) with the final weights, greedy and beam 5, 64 sentences a
-  batch. Sentences/s is the toolkit's own timing of its generation loop (ours: the translate
+- decode test2016 (1,000 sentences) with the final weights, greedy and beam 5 (``--beams``), 64
+  sentences a batch. Sentences/s is the toolkit's own timing of its generation loop (ours: the translate
   stats; JoeyNMT: its "Generation took" line), so model loading is left out for both;
 - BLEU for both with our scorer: subwords merged, sacreBLEU with tokenize none against the
   tokenised lowercased reference;
@@ -79,9 +89,28 @@ DIFFERENCES = [
 ]
 
 
+# The matched Transformer: ours is the shared transformer.nmt (models/transformer.py).
+TRANSFORMER = {"layers": 3, "d_model": 256, "heads": 4, "ff": 1024, "dropout": 0.1, "label_smoothing": 0.1,
+               "lr": 5e-4, "warmup": 1000, "betas": [0.9, 0.98], "clip": 1.0, "batch": 64}
+DIFFERENCES_TRANSFORMER = [
+    "layer norm: pre-LN in both (JoeyNMT's default; ours `pre_norm: true`), with a final LayerNorm on both stacks",
+    "dropout 0.1 in both on the embeddings, the attention weights, after the FFN's ReLU and on each sub-layer "
+    "output",
+    "initialisation: ours Xavier-uniform matrices and N(0, d^-1/2) embeddings (fairseq); JoeyNMT Xavier-uniform "
+    "everywhere, embeddings included (its transformer configs' initializer)",
+    "label smoothing: ours fairseq's (epsilon / (V - 1) on every other token); JoeyNMT epsilon / (V - 2) "
+    "(padding excluded)",
+    "learning rate: both linear warm-up over 1,000 updates to 5e-4, then lr x sqrt(1000 / step); JoeyNMT floors it "
+    "at learning_rate_min (1e-8 here)",
+    "decoding: ours caches every layer's keys and values (one new position per step); JoeyNMT recomputes the "
+    "decoder over the whole prefix at every step",
+    "length bound: ours min(80, 2n + 10) for n source tokens; JoeyNMT 1.5x the longest source of the batch",
+]
+
+
 def joey_config(data: Path, model_dir: Path, threads: int, mode: str, beam: int = 1,
-                load_model: Path | None = None) -> dict:
-    """JoeyNMT 2.3.0 config of the matched GRU; ``mode`` train or test."""
+                load_model: Path | None = None, model: str = "gru") -> dict:
+    """JoeyNMT 2.3.0 config of the matched ``model`` (gru or transformer); ``mode`` train or test."""
     side = {"level": "word", "lowercase": False, "normalize": False, "max_length": MAX_LEN, "voc_min_freq": 1,
             "tokenizer_cfg": {"pretokenizer": "none"}}
     src, trg = dict(side, lang="en"), dict(side, lang="de")
@@ -91,6 +120,8 @@ def joey_config(data: Path, model_dir: Path, threads: int, mode: str, beam: int 
         data_cfg = {"test": str(data / "test.bpe"), "dataset_type": "plain",
                     "src": dict(src, voc_file=str(model_dir / "src_vocab.txt")),
                     "trg": dict(trg, voc_file=str(model_dir / "trg_vocab.txt"))}
+    if model == "transformer":
+        return _joey_transformer(data_cfg, model_dir, beam, load_model)
     emb = {"embedding_dim": GRU["emb"], "scale": False, "dropout": GRU["dropout"]}
     return {
         "name": "peer_gru", "joeynmt_version": "2.3.0", "model_dir": str(model_dir), "use_cuda": False,
@@ -117,10 +148,52 @@ def joey_config(data: Path, model_dir: Path, threads: int, mode: str, beam: int 
     }
 
 
-def ours_model_config() -> dict:
+def _joey_transformer(data_cfg: dict, model_dir: Path, beam: int, load_model: Path | None) -> dict:
+    t = TRANSFORMER
+    emb = {"embedding_dim": t["d_model"], "scale": True, "dropout": t["dropout"]}
+    side = {"type": "transformer", "num_layers": t["layers"], "num_heads": t["heads"], "hidden_size": t["d_model"],
+            "ff_size": t["ff"], "dropout": t["dropout"], "layer_norm": "pre", "embeddings": emb}
+    return {
+        "name": "peer_transformer", "joeynmt_version": "2.3.0", "model_dir": str(model_dir), "use_cuda": False,
+        "random_seed": 1, "data": data_cfg,
+        "testing": {"beam_size": beam, "beam_alpha": 1.0, "batch_size": 64, "batch_type": "sentence",
+                    "max_output_length": MAX_LEN, "eval_metrics": ["bleu"], "sacrebleu_cfg": {"tokenize": "none"},
+                    **({"load_model": str(load_model)} if load_model else {})},
+        "training": {"optimizer": "adam", "adam_betas": t["betas"], "learning_rate": t["lr"],
+                     "learning_rate_min": 1e-8, "scheduling": "warmupinversesquareroot",
+                     "learning_rate_warmup": t["warmup"], "label_smoothing": t["label_smoothing"],
+                     "clip_grad_norm": t["clip"], "batch_size": t["batch"], "batch_type": "sentence",
+                     "normalization": "tokens", "epochs": 1000, "shuffle": True,
+                     "validation_freq": PEER_VALIDATE_EVERY, "logging_freq": LOG_EVERY, "eval_metrics": ["bleu"],
+                     "early_stopping_metric": "bleu", "keep_best_ckpts": 1, "overwrite": True,
+                     "print_valid_sents": [0]},
+        "model": {"initializer": "xavier_uniform", "embed_initializer": "xavier_uniform", "bias_initializer": "zeros",
+                  "tied_softmax": True, "encoder": side, "decoder": dict(side)},
+    }
+
+
+def ours_model_config(model: str = "gru") -> dict:
+    if model == "transformer":
+        t = TRANSFORMER
+        return {"d_model": t["d_model"], "n_heads": t["heads"], "d_ff": t["ff"], "enc_layers": t["layers"],
+                "dec_layers": t["layers"], "dropout": t["dropout"], "attention_dropout": t["dropout"],
+                "activation_dropout": t["dropout"],  # JoeyNMT's feed-forward drops after the ReLU too
+                "label_smoothing": t["label_smoothing"], "pre_norm": True, "tie_embeddings": True}
     return {"emb_dim": GRU["emb"], "enc_dim": GRU["enc"], "dec_dim": GRU["dec"], "att_dim": GRU["att"],
             "init_std": 0.1, "dropout_enc": GRU["dropout"], "dropout_dec": GRU["dropout"],
             "dropout_out": GRU["dropout"]}
+
+
+def ours_train_config(model: str = "gru") -> dict:
+    base = {"max_len": MAX_LEN, "log_every": LOG_EVERY, "max_epochs": 1000, "patience": 1000}
+    if model == "transformer":
+        t = TRANSFORMER
+        return dict(base, optimizer="adam", lr=t["lr"], adam_betas=t["betas"], lr_schedule="inverse_sqrt",
+                    warmup_steps=t["warmup"], clip_norm=t["clip"], batch_size=t["batch"])
+    return dict(base, optimizer="adam", lr=GRU["lr"], clip_norm=GRU["clip"], batch_size=GRU["batch"])
+
+
+OURS_MODEL = {"gru": "doubly_attentive.nmt", "transformer": "transformer.nmt"}
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -170,7 +243,11 @@ def run(cmd: list[str], log: Path, threads: int, stop_after_s: float | None = No
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env_for(threads), cwd=REPO)
+        # SIGINT back to its default in the child: a benchmark started in the background (`cmd &`,
+        # nohup, CI) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt, so
+        # JoeyNMT would not stop at the budget.
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env_for(threads), cwd=REPO,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         stopped = False
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -199,12 +276,11 @@ def median_rate(values: list[float]) -> float:
 # --- ours ------------------------------------------------------------------------------------
 
 
-def ours_train(data: Path, out: Path, args) -> dict:
+def ours_train(data: Path, out: Path, args, model: str = "gru") -> dict:
     cmd = [sys.executable, str(HERE / "run_ours.py"), "train", "--data", str(data), "--out", str(out),
-           "--threads", str(args.threads), "--model-config", json.dumps(ours_model_config()),
-           "--train-config", json.dumps({"optimizer": "adam", "lr": GRU["lr"], "clip_norm": GRU["clip"],
-                                         "batch_size": GRU["batch"], "max_len": MAX_LEN, "log_every": LOG_EVERY,
-                                         "max_epochs": 1000, "patience": 1000})]
+           "--threads", str(args.threads), "--model", OURS_MODEL[model],
+           "--model-config", json.dumps(ours_model_config(model)),
+           "--train-config", json.dumps(ours_train_config(model))]
     info = run(cmd, out / "train.log", args.threads, args.budget_min * 60, signal.SIGTERM, ok_codes=(0, 75))
     rates = [float(m) for m in re.findall(r" ([0-9.]+) tok/s", (out / "train.log").read_text())]
     # each of our logged rates covers the epoch so far (JoeyNMT's: the last 50 updates)
@@ -213,11 +289,12 @@ def ours_train(data: Path, out: Path, args) -> dict:
     return info
 
 
-def ours_decode(data: Path, out: Path, beam: int, args) -> dict:
-    hyp = out / f"test.beam{beam}.txt"
-    cmd = [sys.executable, str(HERE / "run_ours.py"), "decode", "--data", str(data), "--out", str(out),
+def ours_decode(data: Path, out: Path, beam: int, args, model: str = "gru", cache: bool = True) -> dict:
+    hyp = out / (f"test.beam{beam}.txt" if cache else "test.nocache.txt")
+    action = "decode" if cache else "decode-nocache"
+    cmd = [sys.executable, str(HERE / "run_ours.py"), action, "--data", str(data), "--out", str(out),
            "--threads", str(args.threads), "--beam", str(beam), "--hyp", str(hyp)]
-    info = run(cmd, out / f"decode.beam{beam}.log", args.threads)
+    info = run(cmd, out / f"{hyp.stem}.log", args.threads)
     stats = json.loads(hyp.with_suffix(".stats.json").read_text())
     info.update(sent_s=stats["sentences_per_s"], hyps=hyp.read_text().splitlines(),
                 cut_at_max_len=stats["cut_at_max_len"])
@@ -227,13 +304,13 @@ def ours_decode(data: Path, out: Path, beam: int, args) -> dict:
 # --- peer ------------------------------------------------------------------------------------
 
 
-def peer_train(data: Path, out: Path, args) -> dict:
+def peer_train(data: Path, out: Path, args, model: str = "gru") -> dict:
     import yaml
 
     model_dir = out / "model"
     out.mkdir(parents=True, exist_ok=True)
     cfg = out / "train.yaml"
-    cfg.write_text(yaml.safe_dump(joey_config(data, model_dir, args.threads, "train")))
+    cfg.write_text(yaml.safe_dump(joey_config(data, model_dir, args.threads, "train", model=model)))
     cmd = [str(args.peer_python), "-m", "joeynmt", "train", str(cfg), "--skip-test"]
     info = run(cmd, out / "train.log", args.threads, args.budget_min * 60, signal.SIGINT)
     text = (out / "train.log").read_text()
@@ -243,14 +320,15 @@ def peer_train(data: Path, out: Path, args) -> dict:
     return info
 
 
-def peer_decode(data: Path, out: Path, beam: int, args) -> dict:
+def peer_decode(data: Path, out: Path, beam: int, args, model: str = "gru") -> dict:
     import yaml
 
     from mmt_repro.text.bpe import merge_bpe
 
     model_dir = out / "model"
     cfg = out / f"test.beam{beam}.yaml"
-    cfg.write_text(yaml.safe_dump(joey_config(data, model_dir, args.threads, "test", beam, model_dir / "latest.ckpt")))
+    cfg.write_text(yaml.safe_dump(joey_config(data, model_dir, args.threads, "test", beam, model_dir / "latest.ckpt",
+                                              model=model)))
     prefix = out / f"joey.beam{beam}"
     cmd = [str(args.peer_python), "-m", "joeynmt", "test", str(cfg), "--output-path", str(prefix)]
     log = out / f"decode.beam{beam}.log"
@@ -269,36 +347,57 @@ TOOLKITS = {"ours": (ours_train, ours_decode), "peer": (peer_train, peer_decode)
 # --- report ----------------------------------------------------------------------------------
 
 
-def one_run(name: str, data: Path, out: Path, refs: list[str], args) -> dict:
+def one_run(name: str, data: Path, out: Path, refs: list[str], args, model: str = "gru") -> dict:
     from mmt_repro.metrics.mt import corpus_scores
 
     train_fn, decode_fn = TOOLKITS[name]
-    print(f"  {name}: training {args.budget_min:g} min ...", flush=True)
-    result = {"train": train_fn(data, out, args)}
-    for beam in (1, 5):
-        d = decode_fn(data, out, beam, args)
+    print(f"  {model} {name}: training {args.budget_min:g} min ...", flush=True)
+    result = {"train": train_fn(data, out, args, model)}
+    for beam in args.beams:
+        d = decode_fn(data, out, beam, args, model)
         hyps = d.pop("hyps")
         d["bleu"] = round(corpus_scores(hyps, [refs], metrics=("bleu",), tokenize="none")["bleu"]["value"], 2)
         # decoding speed depends on how long the outputs are: their length beside the reference's
         d["len_ratio"] = round(sum(len(h.split()) for h in hyps) / sum(len(r.split()) for r in refs), 3)
         result[f"beam{beam}"] = d
-    t, g, b = result["train"], result["beam1"], result["beam5"]
-    result["peak_rss_mib"] = max(t["peak_rss_mib"], g["peak_rss_mib"], b["peak_rss_mib"])
-    print(f"  {name}: {t['tok_s']:.0f} tok/s, {t['updates']} updates; greedy {g['sent_s']} sent/s BLEU {g['bleu']}; "
-          f"beam 5 {b['sent_s']} sent/s BLEU {b['bleu']}; peak RSS {result['peak_rss_mib']:.0f} MiB", flush=True)
+        if beam == 1 and name == "ours" and model == "transformer":  # the same greedy search without the cache
+            nc = ours_decode(data, out, 1, args, model, cache=False)
+            nc_hyps = nc.pop("hyps")
+            nc["identical_to_cached"] = sum(a == b for a, b in zip(nc_hyps, hyps))
+            nc["sentences"] = len(hyps)
+            result["nocache"] = nc
+    result["peak_rss_mib"] = max(v["peak_rss_mib"] for v in result.values())
+    t = result["train"]
+    shown = "; ".join(f"beam {b} {result[f'beam{b}']['sent_s']} sent/s BLEU {result[f'beam{b}']['bleu']}"
+                      for b in args.beams)
+    if "nocache" in result:
+        shown += (f"; greedy without cache {result['nocache']['sent_s']} sent/s, "
+                  f"{result['nocache']['identical_to_cached']}/{len(refs)} identical")
+    print(f"  {model} {name}: {t['tok_s']:.0f} tok/s, {t['updates']} updates; {shown}; "
+          f"peak RSS {result['peak_rss_mib']:.0f} MiB", flush=True)
     return result
 
 
-ROWS = [  # label, getter, higher is better (None: neither)
-    ("training target tok/s", lambda r: r["train"]["tok_s"], True),
-    ("updates in the budget", lambda r: r["train"]["updates"], True),
-    ("greedy decoding sent/s", lambda r: r["beam1"]["sent_s"], True),
-    ("beam-5 decoding sent/s", lambda r: r["beam5"]["sent_s"], True),
-    ("beam-5 output/ref length", lambda r: r["beam5"]["len_ratio"], None),
-    ("test2016 BLEU, greedy", lambda r: r["beam1"]["bleu"], True),
-    ("test2016 BLEU, beam 5", lambda r: r["beam5"]["bleu"], True),
-    ("peak RSS MiB", lambda r: r["peak_rss_mib"], False),
-]
+def rows_for(beams: list[int], model: str) -> list:
+    """label, getter, higher is better (None: neither)."""
+    rows = [("training target tok/s", lambda r: r["train"]["tok_s"], True),
+            ("updates in the budget", lambda r: r["train"]["updates"], True)]
+    for b in beams:
+        name = "greedy" if b == 1 else f"beam-{b}"
+        rows.append((f"{name} decoding sent/s", lambda r, b=b: r[f"beam{b}"]["sent_s"], True))
+    if 1 in beams and model == "transformer":
+        rows.append(("greedy, ours uncached sent/s", lambda r: r.get("nocache", r["beam1"])["sent_s"], True))
+    for b in beams:  # decoding speed depends on the output length (an early model runs to its bound)
+        name = "greedy" if b == 1 else f"beam-{b}"
+        rows.append((f"{name} output/ref length", lambda r, b=b: r[f"beam{b}"]["len_ratio"], None))
+    for b in beams:
+        name = "greedy" if b == 1 else f"beam {b}"
+        rows.append((f"test2016 BLEU, {name}", lambda r, b=b: r[f"beam{b}"]["bleu"], True))
+    rows.append(("peak RSS MiB", lambda r: r["peak_rss_mib"], False))
+    return rows
+
+
+ROWS = rows_for([1, 5], "gru")
 
 
 def spread(values: list[float]) -> str:
@@ -308,9 +407,9 @@ def spread(values: list[float]) -> str:
     return " / ".join(fmt(v) for v in (min(values), statistics.median(values), max(values)))
 
 
-def table(runs: dict) -> list[dict]:
+def table(runs: dict, row_specs=None) -> list[dict]:
     rows = []
-    for label, get, _ in ROWS:
+    for label, get, _ in row_specs or ROWS:
         ours, peer = [get(r) for r in runs["ours"]], [get(r) for r in runs["peer"]]
         ratio = statistics.median(ours) / statistics.median(peer) if statistics.median(peer) else float("nan")
         rows.append({"measure": label, "ours": ours, "peer": peer, "ratio_ours_over_peer": round(ratio, 2)})
@@ -335,6 +434,9 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=REPO / "results" / "benchmarks" / "peer.json")
     ap.add_argument("--only", choices=tuple(TOOLKITS), help="run one toolkit (debugging; no table)")
     ap.add_argument("--peer-python", type=Path, default=REPO / ".venv-peer" / "bin" / "python")
+    ap.add_argument("--models", nargs="+", choices=("gru", "transformer"), default=["gru", "transformer"],
+                    help="matched models to compare (default both)")
+    ap.add_argument("--beams", nargs="+", type=int, default=[1, 5], help="beam sizes to decode with (1: greedy)")
     args = ap.parse_args()
     if not args.peer_python.exists():
         sys.exit(f"bench_peer: no peer interpreter at {args.peer_python}; run benchmarks/peer/setup_peer.sh "
@@ -342,29 +444,39 @@ def main() -> None:
     data = args.work / "data"
     prepare(args.datasets, data)
     refs = (data / "test.tok.de").read_text().splitlines()
-    runs = {"ours": [], "peer": []}
-    for rep in range(1, args.repeats + 1):
-        order = ("ours", "peer") if rep % 2 else ("peer", "ours")
-        print(f"repeat {rep}/{args.repeats} ({' then '.join(order)})", flush=True)
-        for name in order:
-            if args.only and name != args.only:
-                continue
-            runs[name].append(one_run(name, data, args.work / f"{name}.r{rep}", refs, args))
+    runs = {m: {"ours": [], "peer": []} for m in args.models}
+    for model in args.models:
+        for rep in range(1, args.repeats + 1):
+            order = ("ours", "peer") if rep % 2 else ("peer", "ours")
+            print(f"{model}: repeat {rep}/{args.repeats} ({' then '.join(order)})", flush=True)
+            for name in order:
+                if args.only and name != args.only:
+                    continue
+                runs[model][name].append(one_run(name, data, args.work / f"{model}.{name}.r{rep}", refs, args, model))
     if args.only:
         print(json.dumps(runs, indent=1))
         return
-    rows = table(runs)
-    print(f"\n{os.cpu_count()} CPUs, {args.threads} threads, {args.budget_min:g}-min training budget, "
-          f"{args.repeats} repeats, commit {commit()}")
-    print(f"{'measure':26s} {'ours min / med / max':>24s} {'peer min / med / max':>24s} {'ours/peer':>9s}")
-    for row in rows:
-        ours, peer, ratio = spread(row["ours"]), spread(row["peer"]), row["ratio_ours_over_peer"]
-        print(f"{row['measure']:26s} {ours:>24s} {peer:>24s} {ratio:>9.2f}")
+    tables = {}
+    for model in args.models:
+        rows = table(runs[model], rows_for(args.beams, model))
+        tables[model] = rows
+        print(f"\n{model}: {os.cpu_count()} CPUs, {args.threads} threads, {args.budget_min:g}-min training budget, "
+              f"{args.repeats} repeats, commit {commit()}")
+        print(f"{'measure':30s} {'ours min / med / max':>24s} {'peer min / med / max':>24s} {'ours/peer':>9s}")
+        for row in rows:
+            ours, peer, ratio = spread(row["ours"]), spread(row["peer"]), row["ratio_ours_over_peer"]
+            print(f"{row['measure']:30s} {ours:>24s} {peer:>24s} {ratio:>9.2f}")
+        if model == "transformer" and 1 in args.beams:
+            same = [r["nocache"]["identical_to_cached"] for r in runs[model]["ours"]]
+            print(f"ours greedy with and without the cache: {min(same)}-{max(same)} of {len(refs)} outputs identical")
     report = {
         "date": datetime.date.today().isoformat(), "commit": commit(),
         "machine": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(), "threads": args.threads, "budget_min": args.budget_min, "repeats": args.repeats,
-        "peer": "joeynmt 2.3.0", "model": GRU, "differences": DIFFERENCES, "table": rows, "runs": runs,
+        "beams": args.beams, "peer": "joeynmt 2.3.0",
+        "models": {m: {"config": GRU if m == "gru" else TRANSFORMER,
+                       "differences": DIFFERENCES if m == "gru" else DIFFERENCES_TRANSFORMER,
+                       "table": tables[m], "runs": runs[m]} for m in args.models},
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1) + "\n")

@@ -1,8 +1,9 @@
-"""Our side of bench_peer.py: train or decode the matched GRU through the package, in a process
-of its own (the same calls the train_model and translate rules make).
+"""Our side of bench_peer.py: train or decode a matched model (the GRU or the Transformer) through
+the package, in a process of its own (the same calls the train_model and translate rules make).
 
-    run_ours.py train  --data D --out O --threads T --model-config JSON --train-config JSON
+    run_ours.py train  --data D --out O --threads T --model NAME --model-config JSON --train-config JSON
     run_ours.py decode --data D --out O --threads T --beam K --hyp FILE
+    run_ours.py decode-nocache --data D --out O --threads T --hyp FILE   # Transformer, greedy, no cache
 """
 
 from __future__ import annotations
@@ -11,16 +12,42 @@ import argparse
 import json
 from pathlib import Path
 
-from mmt_repro.decode.translate import translate
+import time
+
+from mmt_repro.data.batching import ParallelData
+from mmt_repro.decode.loop import decode_data, to_text
+from mmt_repro.decode.translate import load_for_decoding, translate
+from mmt_repro.io import write_lines
 from mmt_repro.runtime import run_step
+from mmt_repro.settings import DecodeSettings
 from mmt_repro.train.trainer import train_from_files
 
-MODEL = "doubly_attentive.nmt"  # Calixto et al.'s text-only conditional-GRU NMT
+MODEL = "doubly_attentive.nmt"  # Calixto et al.'s text-only conditional-GRU NMT (the matched GRU)
+
+
+def decode_uncached(checkpoint: Path, src: Path, out: Path, src_vocab: Path, tgt_vocab: Path, decode: dict) -> dict:
+    """Greedy decoding of a Transformer checkpoint that recomputes the decoder over the whole
+    prefix at every step (:class:`~mmt_repro.models.transformer.UncachedDecoding`); writes the
+    hypotheses and ``<out>.stats.json`` like :func:`translate`."""
+    from mmt_repro.models.transformer import UncachedDecoding
+
+    model, _, sv, tv, _, dev = load_for_decoding(checkpoint, src_vocab, tgt_vocab, device="cpu")
+    data = ParallelData(src, sv)
+    started = time.monotonic()
+    result = decode_data(UncachedDecoding(model), data, DecodeSettings(**decode), dev)
+    elapsed = time.monotonic() - started
+    hyps = to_text(result.hyps, tv, "bpe")
+    write_lines(out, hyps)
+    info = {"sentences": len(hyps), "seconds": round(elapsed, 2), "sentences_per_s": round(len(hyps) / elapsed, 1),
+            "cut_at_max_len": result.cut}
+    out.with_suffix(".stats.json").write_text(json.dumps(info))
+    return info
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=("train", "decode"))
+    ap.add_argument("action", choices=("train", "decode", "decode-nocache"))
+    ap.add_argument("--model", default=MODEL, help="registry key of the model to train")
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--threads", type=int, default=2)
@@ -34,12 +61,18 @@ def main() -> None:
     if args.action == "train":
         run_step(
             None, args.threads, train_from_files,
-            model_name=MODEL, model_config=json.loads(args.model_config), train_config=json.loads(args.train_config),
+            model_name=args.model, model_config=json.loads(args.model_config), train_config=json.loads(args.train_config),
             src_vocab=d / "vocab.en", tgt_vocab=d / "vocab.de",
             train_src=d / "train.bpe.en", train_tgt=d / "train.bpe.de",
             val_src=d / "val.bpe.en", val_tgt=d / "val.bpe.de", val_ref=d / "val.tok.de",
             best_checkpoint=o / "model.best.pt", last_checkpoint=o / "model.last.pt", curve=o / "curve.tsv",
             device="cpu", subword="bpe",
+        )
+    elif args.action == "decode-nocache":
+        run_step(
+            None, args.threads, decode_uncached,
+            checkpoint=o / "model.last.pt", src=d / "test.bpe.en", out=args.hyp, src_vocab=d / "vocab.en",
+            tgt_vocab=d / "vocab.de", decode={"beam_size": 1, "max_len": 80, "batch_size": 64},
         )
     else:
         run_step(

@@ -88,6 +88,9 @@ def test_i3d_clip_feature_is_trunk_mean(i3d, frames):
     assert x.shape[1:] == (2048, 4, 2, 2)
     torch.testing.assert_close(feat, x.mean(dim=(2, 3, 4)))
     assert not i3d.model.training and i3d.weights_desc == "random-init seed 0"
+    # random weights: every residual branch is live (pytorchvideo zero-inits their last BN scale)
+    gammas = [p for n, p in i3d.model.named_parameters() if n.endswith("branch2.norm_c.weight")]
+    assert len(gammas) == 16 and all(bool((g == 1).all()) for g in gammas)
 
 
 @pytest.fixture

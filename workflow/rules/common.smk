@@ -52,6 +52,7 @@ PATHS = {
     "image_list": "results/data/{dataset}/image_splits/{split}.txt",
     "video_list": "results/data/{dataset}/video_splits/{split}.txt",
     "images": "results/data/{dataset}/images",
+    "videos": "results/data/{dataset}/videos",
     "labels": "results/data/{dataset}/labels/{split}.tsv",
     "given_boxes": "results/data/{dataset}/boxes/{split}.json",
     "corpus_stats": "results/data/stats/{dataset}.tsv",
@@ -138,7 +139,7 @@ wildcard_constraints:
     split="[a-z0-9_]+",
     lang="[a-z]{2}",
     pair="[a-z]{2}-[a-z]{2}",
-    chain=r"(lc\.)?(norm\.)?(tok|wp|char)|lc\.norm|lc|norm",
+    chain=r"(lc\.)?(norm\.)?(tok|wp|char|jieba)|lc\.norm|lc|norm",
     side="[a-z]{2}|joint",
     analysis="[a-z0-9_]+",
     corpus="[a-z0-9_]+",
@@ -468,8 +469,8 @@ def local_input_dir(wildcards):
     return config_path("inputs", "local", wildcards.input)
 
 
-# A tokenisation chain in a file name: [lc.][norm.][tok|wp|char] (mmt_repro.text.recipes.parse_chain)
-TEXT_CHAIN = r"(lc\.)?(norm\.)?(tok|wp|char)|lc\.norm|lc|norm"
+# A tokenisation chain in a file name: [lc.][norm.][tok|wp|char|jieba] (mmt_repro.text.recipes.parse_chain)
+TEXT_CHAIN = r"(lc\.)?(norm\.)?(tok|wp|char|jieba)|lc\.norm|lc|norm"
 
 
 def tokenize_inputs(wildcards):
@@ -1008,7 +1009,22 @@ def media_folder(wildcards):
 
 
 def video_dir(wildcards):
+    """Where the videos are: the generated folder of a grounded video set, or the configured one."""
+    if dataset_config(wildcards.dataset)["source"] == "grounded_video":
+        return path("videos", dataset=wildcards.dataset)
     return config_path("datasets", wildcards.dataset, "videos") or ""
+
+
+def video_inputs(wildcards):
+    """The split's video list, plus the video folder when the workflow makes it."""
+    inputs = {
+        "video_list": path(
+            "video_list", dataset=wildcards.dataset, split=wildcards.split
+        )
+    }
+    if dataset_config(wildcards.dataset)["source"] == "grounded_video":
+        inputs["videos"] = path("videos", dataset=wildcards.dataset)
+    return inputs
 
 
 def pretrained_source(wildcards):

@@ -243,3 +243,41 @@ rule gather_stats:
         "../../envs/text.yaml"
     script:
         "../scripts/gather_stats.py"
+
+
+# Grounded video sets (DeepFuse's check): clips of moving shapes whose direction only the order
+# of the frames shows; one rule per dataset, since the outputs depend on its splits.
+for _name, _layout in DATASET_LAYOUT.items():
+    if dataset_config(_name)["source"] != "grounded_video":
+        continue
+
+    rule:
+        name:
+            f"generate_grounded_video_{_name}"
+        output:
+            text=expand(
+                PATHS["corpus"],
+                dataset=_name,
+                split=_layout["splits"],
+                lang=_layout["langs"],
+            ),
+            video_lists=expand(
+                PATHS["video_list"], dataset=_name, split=_layout["splits"]
+            ),
+            labels=expand(PATHS["labels"], dataset=_name, split=_layout["splits"]),
+            videos=directory(path("videos", dataset=_name)),
+        log:
+            f"results/logs/generate_grounded_video/{_name}.log",
+        benchmark:
+            f"results/benchmarks/generate_grounded_video/{_name}.tsv"
+        conda:
+            "../../envs/torch.yaml"
+        params:
+            sizes=dataset_config(_name)["sizes"],
+            seed=dataset_config(_name)["generator_seed"],
+            image_size=dataset_config(_name).get("image_size", 40),
+            n_frames=dataset_config(_name).get("frames", 16),
+            langs=list(_layout["langs"]),
+            time_shuffled=dict(dataset_config(_name).get("time_shuffled") or {}),
+        script:
+            "../scripts/generate_grounded_video.py"

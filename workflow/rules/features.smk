@@ -95,7 +95,7 @@ rule extract_regions:
 
 rule extract_video:
     input:
-        video_list=PATHS["video_list"],
+        unpack(video_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
@@ -119,6 +119,7 @@ rule extract_video:
         n_segments=feature_param("n_segments"),
         frames_per_segment=feature_param("frames_per_segment", 8),
         crop_size=feature_param("crop_size", 224),
+        batch_size=feature_param("batch_size", 8),
         device=config["device"],
     script:
         "../scripts/extract_video.py"

@@ -16,5 +16,6 @@ run_step(
     n_segments=p.n_segments,
     frames_per_segment=p.frames_per_segment,
     crop_size=p.crop_size,
+    batch_size=p.batch_size,
     device=p.device,
 )

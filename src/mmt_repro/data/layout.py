@@ -4,7 +4,8 @@ No split or language list of a dataset lives in code. A Multi30k dataset takes i
 (``datasets.<name>.splits``) and languages (``datasets.<name>.langs``) from the config and
 checks them against the files its manifest input declares (:func:`mmt_repro.data.multi30k.check_config`);
 a grounded dataset takes its splits from the keys of ``datasets.<name>.sizes`` and its languages
-from ``datasets.<name>.langs`` (:func:`mmt_repro.data.grounded.check_config`). The tables that
+from ``datasets.<name>.langs`` (:func:`mmt_repro.data.grounded.check_config`; a grounded video
+dataset adds the keys of ``time_shuffled``, :func:`mmt_repro.data.grounded_video.check_config`). The tables that
 read a dataset must name its splits (``test_sets``, ``figure.test_set``) and languages
 (``pair``). Every problem is a :class:`~mmt_repro.config.ConfigError` that names the config key
 and lists the valid values, raised by ``workflow/rules/common.smk`` before any job runs.
@@ -14,11 +15,11 @@ from __future__ import annotations
 
 from mmt_repro.config import ConfigError
 
-from . import grounded, multi30k
+from . import grounded, grounded_video, multi30k
 from .manifest import Manifest
 
 #: Dataset sources whose splits and languages this module plans.
-SOURCES = ("multi30k", "grounded")
+SOURCES = ("multi30k", "grounded", "grounded_video")
 
 
 def dataset_layout(config: dict, manifest: Manifest | None = None) -> dict[str, dict[str, list[str]]]:
@@ -30,6 +31,8 @@ def dataset_layout(config: dict, manifest: Manifest | None = None) -> dict[str, 
             layouts[name] = multi30k.check_config(name, settings, manifest)
         elif settings.get("source") == "grounded":
             layouts[name] = grounded.check_config(name, settings)
+        elif settings.get("source") == "grounded_video":
+            layouts[name] = grounded_video.check_config(name, settings)
     check_tables(config, layouts)
     return layouts
 
@@ -42,7 +45,8 @@ def check_tables(config: dict, layouts: dict[str, dict[str, list[str]]]) -> None
             if layout is None or not t.get("enabled", True):
                 continue
             key, ds = f"papers.{paper}.tables.{table}", f"datasets.{t['dataset']}"
-            splits_key = "sizes" if config["datasets"][t["dataset"]]["source"] == "grounded" else "splits"
+            grounded_source = config["datasets"][t["dataset"]]["source"] in ("grounded", "grounded_video")
+            splits_key = "sizes" if grounded_source else "splits"
             named = [(f"{key}.test_sets", s) for s in t.get("test_sets", [])]
             if t.get("figure"):
                 named.append((f"{key}.figure.test_set", t["figure"]["test_set"]))

@@ -80,7 +80,9 @@ def corpus_plan(name: str, settings: dict, manifest: Manifest | None = None) -> 
             else:
                 for lang in ("en", "zh", "id"):
                     inputs[f"{split}.{lang}"] = _res(inp, f"{split}.{lang}")
-            outputs += [f"{split}.en", f"{split}.zh", f"{split}.id"]
+        # split_by_video: the `splits` read are re-split by video into these (vatex.split_by_video)
+        made = list(settings.get("split_by_video") or splits)
+        outputs += [f for split in made for f in (f"{split}.en", f"{split}.zh", f"{split}.id", f"image_splits/{split}.txt")]
     elif source == "coco_captions":
         inputs["captions"] = _res(inp, next(iter(entry.files)))
         outputs = [f"test.{k}.en" for k in range(1, COCO_CAPTIONS_PER_IMAGE + 1)]
@@ -158,6 +160,9 @@ def prepare_corpus(name: str, settings: dict, inputs: dict[str, str], out_dir: s
         if "train_zip" in inputs:
             counts["train"] = newstest.prepare_setimes(inputs["train_zip"], out_dir, src, tgt)
         return counts
+    if source == "vatex" and settings.get("split_by_video"):
+        return vatex.prepare_vatex_split(inputs, entry.form, settings.get("splits", ["train", "val"]),
+                                         dict(settings["split_by_video"]), settings.get("split_seed", 1), out_dir)
     if source == "vatex":
         counts = {}
         for split in settings.get("splits", ["train", "val"]):

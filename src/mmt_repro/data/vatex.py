@@ -7,7 +7,8 @@ parallel translations: ``enCap[5 + k]`` <-> ``chCap[5 + k]``, k = 0..4. DeepFuse
 official split" (training 26k videos, validation 3k) and evaluates on the validation set.
 
 Output (:func:`prepare_vatex`): ``out_dir/{split}.en``, ``{split}.zh`` and ``{split}.id``,
-one parallel pair per line; the id line is ``<videoID>&<k>`` (k = 0..4), the form of the
+one parallel pair per line, and ``image_splits/{split}.txt``, the video of each line (the list
+feature import reads); the id line is ``<videoID>&<k>`` (k = 0..4), the form of the
 prepared mirror ``../shared/datasets/vatex-val-parallel`` (ZhishenYang/eval_on_vatex_dataset).
 Text is the raw caption with whitespace runs collapsed and both ends trimmed; tokenisation is
 a later stage. :func:`read_vatex_prepared` / :func:`prepare_vatex_prepared` read and check
@@ -92,7 +93,17 @@ def prepare_vatex(
     write_lines(out_dir / f"{split}.en", en)
     write_lines(out_dir / f"{split}.zh", zh)
     write_lines(out_dir / f"{split}.id", ids)
+    write_video_list(out_dir, split, ids)
     return {"videos": videos, "pairs": len(ids)}
+
+
+def write_video_list(out_dir: Path, split: str, ids: list[str]) -> Path:
+    """``out_dir/image_splits/{split}.txt``: the video of every sentence (``<videoID>`` of its
+    ``<videoID>&<k>`` id), one line per sentence, the list that feature import reads (sentence
+    ``i`` reads store row ``i``, so a video's features appear once per parallel pair)."""
+    path = Path(out_dir) / "image_splits" / f"{split}.txt"
+    write_lines(path, [i.rsplit("&", 1)[0] for i in ids])
+    return path
 
 
 def read_vatex_prepared(folder: str | os.PathLike, split: str = "val") -> dict[str, list[str]]:
@@ -122,4 +133,68 @@ def prepare_vatex_prepared(folder: str | os.PathLike, out_dir: str | os.PathLike
     out_dir = Path(out_dir)
     for lang, lines in data.items():
         write_lines(out_dir / f"{split}.{lang}", lines)
+    write_video_list(out_dir, split, data["id"])
     return {"videos": len(data["id"]) // PAIRS_PER_VIDEO, "pairs": len(data["id"])}
+
+
+def split_by_video(data: dict[str, list[str]], sizes: dict[str, int], seed: int,
+                   source: str | os.PathLike = "") -> dict[str, dict[str, list[str]]]:
+    """Split parallel pairs ``{"en", "zh", "id"}`` into new splits by *video* (all 5 pairs of a
+    video land in the same split), e.g. ``{"train": 2300, "val": 100, "test": 410}`` videos.
+
+    The videos, in order of first appearance, are shuffled with ``random.Random(seed)`` and
+    dealt out in the order of ``sizes``; each split keeps its pairs in the original order. The
+    sizes must not exceed the videos there are (videos left over are dropped)."""
+    import random
+
+    videos: list[str] = []
+    of_line = [i.rsplit("&", 1)[0] for i in data["id"]]
+    for v in of_line:
+        if not videos or videos[-1] != v:
+            videos.append(v)
+    if len(set(videos)) != len(videos):
+        raise DataError(source, "the pairs of a video are not consecutive", "re-create the id file from the VATEX JSON")
+    if sum(sizes.values()) > len(videos):
+        raise DataError(source, f"split_by_video asks for {sum(sizes.values())} videos, there are {len(videos)}",
+                        "lower the sizes in datasets.<name>.split_by_video")
+    order = list(videos)
+    random.Random(seed).shuffle(order)
+    owner: dict[str, str] = {}
+    start = 0
+    for split, n in sizes.items():
+        owner.update({v: split for v in order[start:start + int(n)]})
+        start += int(n)
+    out = {split: {lang: [] for lang in data} for split in sizes}
+    for i, v in enumerate(of_line):
+        if v in owner:
+            for lang in data:
+                out[owner[v]][lang].append(data[lang][i])
+    return out
+
+
+def prepare_vatex_split(inputs: dict[str, str], form: str, from_splits: list[str], sizes: dict[str, int], seed: int,
+                        out_dir: str | os.PathLike) -> dict[str, dict[str, int]]:
+    """Read the ``from_splits`` of a VATEX input (the official JSON, ``form="raw"``, or the
+    prepared mirror) and write them re-split by video (:func:`split_by_video`) as
+    ``out_dir/{split}.{en,zh,id}`` and ``image_splits/{split}.txt``."""
+    import tempfile
+
+    data: dict[str, list[str]] = {"en": [], "zh": [], "id": []}
+    for split in from_splits:
+        if form == "raw":
+            with tempfile.TemporaryDirectory() as tmp:
+                prepare_vatex(inputs[split], tmp, split, check_sizes=False)
+                part = {lang: read_lines(Path(tmp) / f"{split}.{lang}") for lang in data}
+        else:
+            part = read_vatex_prepared(Path(inputs[f"{split}.en"]).parent, split)
+        for lang in data:
+            data[lang] += part[lang]
+    out_dir = Path(out_dir)
+    counts = {}
+    for split, part in split_by_video(data, sizes, seed, source=next(iter(inputs.values()))).items():
+        for lang, lines in part.items():
+            write_lines(out_dir / f"{split}.{lang}", lines)
+        write_video_list(out_dir, split, part["id"])
+        counts[split] = {"videos": len(part["id"]) // PAIRS_PER_VIDEO, "pairs": len(part["id"])}
+    return counts
+

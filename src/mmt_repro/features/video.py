@@ -20,7 +20,8 @@ into ``(n_segments, 2048)`` features:
    classification head, whose fixed pooling only fits 8-frame 224x224 clips); the segment's
    feature is the global mean of the trunk output over time and space (2048-d).
 
-``weights``: ``"random"`` (seeded random init, smoke tests), a local ``.pth``/``.pyth`` file
+``weights``: ``"random"`` (seeded random init with live residual branches,
+:func:`live_residual_branches`; smoke tests), a local ``.pth``/``.pyth`` file
 (a pytorchvideo checkpoint with ``"model_state"``, or a plain ``state_dict``), or
 ``"kinetics400"`` (pytorchvideo's released ``I3D_8x8_R50`` checkpoint through torch.hub's
 download cache; offline without a cached copy it raises :class:`~mmt_repro.io.DataError`).
@@ -216,6 +217,24 @@ class I3DExtractor(FrozenModel):
             return x.mean(dim=(2, 3, 4))
 
 
+def live_residual_branches(model: torch.nn.Module) -> int:
+    """Set the scale of the last BatchNorm of every residual branch (``branch2.norm_c``) to 1.
+
+    pytorchvideo initialises it to 0 ("zero-init residual", a trick for training from
+    scratch), so an *untrained* i3d_r50 is its stem plus the 1x1x1 shortcut projections: the
+    3D convolutions of all 16 residual branches add nothing. Its pooled features then lose the
+    direction of motion: on the grounded video set (16 frames, 32 px) a linear probe reads the
+    direction from 24 % of clips (chance) with the branches off and 99.5 % with them live.
+    Random weights are for checks only, so the branches are live. Returns how many were set."""
+    n = 0
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("branch2.norm_c.weight"):
+                param.fill_(1.0)
+                n += 1
+    return n
+
+
 def _build_i3d(weights: str, seed: int):
     with warnings.catch_warnings():  # pytorchvideo's import-time torch.jit.script FutureWarning
         warnings.simplefilter("ignore", FutureWarning)
@@ -240,6 +259,7 @@ def _build_i3d(weights: str, seed: int):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
             model = i3d_r50(pretrained=False)
+        live_residual_branches(model)
         return model, f"random-init seed {int(seed)}"
     from mmt_repro.features.regions import _load_state_dict, _load_strict
 
@@ -275,8 +295,8 @@ def extract_video_features(
 ) -> dict:
     """I3D segment features of every video of ``video_list`` into a video store (module docstring).
 
-    ``batch_size`` segments go through the network at once; ``chunk_size`` videos make one
-    resumable chunk. Returns a summary dict (n_videos, shape, weights_desc, seconds,
+    ``batch_size`` segments (of one or several videos) go through the network at once;
+    ``chunk_size`` videos make one resumable chunk. Returns a summary dict (n_videos, shape, weights_desc, seconds,
     clips_per_s, videos_per_s, resumed_chunks).
     """
     if not video_dir:
@@ -307,6 +327,20 @@ def extract_video_features(
                                                             tag="video", what="videos") as w:
         A = w.arrays
         for _, a, b in w.pending():
+            # Segments of consecutive videos share batches (a 1-segment video alone would run the
+            # network on batches of one); each chunk's rows are finished before the next chunk.
+            todo: list[tuple[int, int, torch.Tensor]] = []  # (row, slot, clip) waiting for a batch
+            outs: dict[int, np.ndarray] = {}
+
+            def run_batch():
+                feats = ext(torch.stack([clip for _, _, clip in todo])).float().cpu().numpy()
+                if feats.shape != (len(todo), D):
+                    raise DataError(out_npy, f"I3D returned {feats.shape} for {len(todo)} clips, expected "
+                                    f"{(len(todo), D)}", "fix the extractor")
+                for (r, slot, _), f in zip(todo, feats):
+                    outs[r][slot] = f
+                todo.clear()
+
             for row in range(a, b):
                 name = names[row]
                 try:
@@ -317,20 +351,20 @@ def extract_video_features(
                 if undecodable:
                     continue  # keep going only to collect every bad video
                 idx, valid = segment_frames(len(frames), S, T, mode, times, fps)
-                out = np.zeros((S, D), dtype=np.float32)
-                for s in range(0, valid, batch_size):
-                    clips = torch.stack([ext.preprocess(frames[idx[j]]) for j in range(s, min(valid, s + batch_size))])
-                    feats = ext(clips).float().cpu().numpy()
-                    if feats.shape != (len(clips), D):
-                        raise DataError(out_npy, f"I3D returned {feats.shape} for {len(clips)} clips, expected "
-                                        f"{(len(clips), D)}", "fix the extractor")
-                    out[s:s + len(clips)] = feats
-                A["status"][row] = row_status(out[None])[0]
-                A["features"][row] = to_float16(out)
+                outs[row] = np.zeros((S, D), dtype=np.float32)
                 A["n_segments"][row] = valid
                 A["n_frames"][row] = len(frames)
+                for j in range(valid):
+                    todo.append((row, j, ext.preprocess(frames[idx[j]])))
+                    if len(todo) >= batch_size:
+                        run_batch()
                 clips_now += valid
                 videos_now += 1
+            if todo and not undecodable:
+                run_batch()
+            for row, out in outs.items():
+                A["status"][row] = row_status(out[None])[0]
+                A["features"][row] = to_float16(out)
         if undecodable:
             raise DataError(video_dir, list_problems("undecodable", undecodable, video_dir, what="video"),
                             "fetch those videos again, or remove them from the video list")

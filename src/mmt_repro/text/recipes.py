@@ -9,9 +9,10 @@ files carry (``train.lc.norm.tok.en``), so a file name says how its text was mad
 ``tok``   Moses tokenisation (``tokenizer.perl -l LANG``: XML escaping on, hyphens not split)
 ``wp``    M-BERT WordPiece from a ``vocab.txt`` (pieces joined by spaces, ``##`` continuations)
 ``char``  Chinese: one token per character, separated by spaces (``zh`` only)
+``jieba`` Chinese: jieba words (``jieba.cut``, default dictionary), separated by spaces (``zh`` only)
 ========  ===================================================================================
 
-Grammar: ``[lc.][norm.][tok | wp | char]``, at least one step, in that order. The order is
+Grammar: ``[lc.][norm.][tok | wp | char | jieba]``, at least one step, in that order. The order is
 fixed so that one processing has one name, and it is the order of the official Multi30k files
 (``lowercase.perl | normalize-punctuation.perl | tokenizer.perl``); ``lc``, ``norm`` and
 ``tok`` go through :func:`mmt_repro.text.moses.preprocess_lines`, which reproduces those files
@@ -50,9 +51,10 @@ STEPS: dict[str, str] = {
     "tok": "Moses tokenisation (XML escaping, no aggressive hyphen splitting)",
     "wp": "M-BERT WordPiece from wordpiece_vocab ('##' continuation pieces)",
     "char": "Chinese single-character segmentation (zh only)",
+    "jieba": "Chinese word segmentation with jieba (zh only)",
 }
-_RANK = {"lc": 0, "norm": 1, "tok": 2, "wp": 2, "char": 2}
-_SEGMENTERS = ("tok", "wp", "char")
+_RANK = {"lc": 0, "norm": 1, "tok": 2, "wp": 2, "char": 2, "jieba": 2}
+_SEGMENTERS = ("tok", "wp", "char", "jieba")
 ZH_LANGS = frozenset({"zh"})
 
 Subword = Literal["bpe", "wordpiece", "char", "none"]
@@ -94,8 +96,9 @@ def parse_chain(chain: str, lang: str | None = None) -> tuple[str, ...]:
             "(one name per processing, the order of the official Multi30k files)"
         )
     if lang is not None:
-        if "char" in steps and lang not in ZH_LANGS:
-            raise ValueError(f"step 'char' (Chinese character segmentation) is for zh only, not {lang!r} (chain {chain!r})")
+        for zh_step, what in (("char", "Chinese character segmentation"), ("jieba", "Chinese word segmentation")):
+            if zh_step in steps and lang not in ZH_LANGS:
+                raise ValueError(f"step '{zh_step}' ({what}) is for zh only, not {lang!r} (chain {chain!r})")
         if "tok" in steps and lang in ZH_LANGS:
             raise ValueError(f"step 'tok' (Moses) does not segment Chinese; use 'char' for {lang!r} (chain {chain!r})")
     return steps
@@ -142,6 +145,10 @@ def apply_chain(
         out = wordpiece_lines(out, wordpiece_vocab, lowercase=False)
     if "char" in steps:
         out = [segment_chars(line) for line in out]
+    if "jieba" in steps:
+        from mmt_repro.metrics.zh_words import jieba_words
+
+        out = [jieba_words(line) for line in out]
     return out
 
 
@@ -269,7 +276,7 @@ class Recipe:
         max_len: training pairs with a side longer than this many tokens are dropped
             (:func:`filter_parallel`); None = no filter (the paper states none).
         lowercase: whether ``chain`` lowercases (it must then start with ``lc``).
-        zh_segmentation: step segmenting Chinese (``"char"``), None for papers without Chinese.
+        zh_segmentation: step segmenting Chinese (``"char"`` or ``"jieba"``), None for papers without Chinese.
         published_vocab: the vocabulary sizes the paper reports, ``(lang, size)`` pairs (a
             mapping in YAML), shown beside ours in ``results/data/vocab/<paper>.tsv``.
         scoring: what is undone before scoring and how the paper scores.
