@@ -48,6 +48,13 @@ papers:
     tables:
       table1: {enabled: false}
       figure2: {enabled: false}
+  emb_pred:
+    tables:
+      table1: {enabled: false}
+      table2: {enabled: false}
+      table3: {enabled: false}
+      figure1: {enabled: false}
+      retrieval: {enabled: false}
 """
 
 

@@ -259,13 +259,13 @@ def train_word_vectors(
     neg: int = 10,
     lr: float = 0.05,
     bucket: int = 2_000_000,
-    threads: int = 1,
+    workers: int = 1,
 ) -> dict:
     """Train fastText vectors on the concatenation of ``texts`` (one sentence a line,
     tokenised) and write every word of the model's dictionary (``</s>`` included) as a
     ``.vec`` file. Returns ``{"words", "dim", "tokens"}``.
 
-    With one thread (the default) the output is a function of the inputs and the settings
+    With one worker thread (the default) the output is a function of the inputs and the settings
     (fastText seeds its generator with 0; the Python binding does not expose the seed of
     unsupervised training). Training runs in a fresh child process: fasttext-numpy2 0.10.4
     gives other vectors, and at times "Encountered NaN", when one process trains twice."""
@@ -274,7 +274,7 @@ def train_word_vectors(
         raise DataError(texts[0] if texts else None, "no text to train word vectors on",
                         "check the training text of the dataset")
     settings = dict(model=model, dim=dim, epoch=epoch, minCount=min_count, minn=minn, maxn=maxn, ws=ws, neg=neg,
-                    lr=lr, bucket=bucket, thread=threads, verbose=0)
+                    lr=lr, bucket=bucket, thread=workers, verbose=0)
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "corpus.txt"
         corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
