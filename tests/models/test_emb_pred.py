@@ -127,31 +127,30 @@ def test_nearest_neighbour_decoding_is_a_brute_force_argmax_over_the_table():
     m = make("emb_pred.ours", TINY_IMG, seed=3)
     batch = tiny_batch()
     hyps, _ = greedy(m, batch, max_len=6)
-    torch.set_grad_enabled(False)
     # By hand: at each step the word whose table row has the smallest angle to e_hat
-    enc = m.encode(batch)
-    state = m.init_state(enc)
-    prev = torch.ones(3, dtype=torch.long)
     table = m.target_table().detach()
-    done = torch.zeros(3, dtype=torch.bool)
     manual = [[] for _ in range(3)]
-    for _ in range(6):
-        s, _ = m._core(enc, state, m.tgt_emb(prev))
-        e = m._output(s)
-        best = []
-        for b in range(3):
-            cos = [float("-inf") if w in (0, 1) else
-                   float(torch.dot(e[b], table[w]) / (e[b].norm() * table[w].norm()).clamp_min(1e-12))
-                   for w in range(20)]
-            best.append(int(np.argmax(cos)))
-        for b in range(3):
-            if not done[b]:
-                if best[b] == 2:
-                    done[b] = True
-                else:
-                    manual[b].append(best[b])
-        state, prev = s, torch.tensor(best)
-    torch.set_grad_enabled(True)
+    with torch.no_grad():
+        enc = m.encode(batch)
+        state = m.init_state(enc)
+        prev = torch.ones(3, dtype=torch.long)
+        done = [False] * 3
+        for _ in range(6):
+            s, _ = m._core(enc, state, m.tgt_emb(prev))
+            e = m._output(s)
+            best = []
+            for b in range(3):
+                cos = [float("-inf") if w in (0, 1) else
+                       float(torch.dot(e[b], table[w]) / (e[b].norm() * table[w].norm()).clamp_min(1e-12))
+                       for w in range(20)]
+                best.append(int(np.argmax(cos)))
+            for b in range(3):
+                if not done[b]:
+                    if best[b] == 2:
+                        done[b] = True
+                    else:
+                        manual[b].append(best[b])
+            state, prev = s, torch.tensor(best)
     assert hyps == manual
 
 
@@ -278,3 +277,31 @@ def test_fixed_pretrained_table_lets_the_model_emit_a_word_never_seen_as_a_targe
     ours, nmt = emitted["emb_pred.ours_text"], emitted["emb_pred.nmt"]
     assert sum(h in out for h, out in zip(held, ours)) >= 3, ours  # the unseen word itself, most of the time
     assert not any(w in held for out in nmt for w in out), nmt  # softmax: never an unseen target word
+
+
+def test_analyses_rare_f_and_retrieval(tmp_path):
+    from mmt_repro.features.store import write_index
+    from mmt_repro.models.emb_pred import rare_f, retrieval
+    from mmt_repro.text.vocab import Vocab
+
+    (tmp_path / "train.en").write_text("a a a a a b b c\n" * 3)
+    (tmp_path / "hyp.en").write_text("a b\na c\n")
+    (tmp_path / "ref.en").write_text("a b\na d\n")
+    f = rare_f({"hyp": tmp_path / "hyp.en", "ref": tmp_path / "ref.en", "train": tmp_path / "train.en"})
+    # a: 15 in training (10-99), b: 6 (5-9), c: 3, d: 0 (unseen); F per bin in %
+    assert f["f_freq_10-99"]["value"] == 100.0 and f["f_freq_5-9"]["value"] == 100.0
+    assert f["f_freq_3"]["value"] == 0.0 and f["f_freq_0"]["value"] == 0.0 and "f_freq_1" not in f
+    # retrieval through a (tiny, untrained) IMAGINATION checkpoint: well-formed ranks
+    m = make("emb_pred.imag", TINY_IMG, seed=2)
+    save_checkpoint(tmp_path / "m.pt", m, {"src": "a" * 16, "tgt": "b" * 16, "src_size": 20, "tgt_size": 20})
+    words = [f"w{i}" for i in range(16)]
+    Vocab(words).save(tmp_path / "src.json")
+    (tmp_path / "src.txt").write_text("\n".join(f"w{i} w{(i + 3) % 16}" for i in range(12)) + "\n")
+    np.save(tmp_path / "f.npy", np.random.default_rng(0).standard_normal((12, 1, 4)).astype(np.float16))
+    write_index(tmp_path / "f.parquet", [f"{i}.png" for i in range(12)], {})
+    r = retrieval({"checkpoint": tmp_path / "m.pt", "src": tmp_path / "src.txt", "src_vocab": tmp_path / "src.json",
+                   "tgt_vocab": tmp_path / "src.json", "features_npy": tmp_path / "f.npy",
+                   "features_index": tmp_path / "f.parquet"})
+    assert r["chance_r1"]["value"] == pytest.approx(100 / 12, abs=1e-3)
+    assert 0 <= r["r1"]["value"] <= r["r5"]["value"] <= r["r10"]["value"] <= 100
+    assert 1 <= r["median_rank"]["value"] <= 12
