@@ -8,7 +8,8 @@
 #   text/{dataset}/{split}.{chain}.{lang}                  chain: [lc.][norm.](tok|wp|char) (recipes)
 #   text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}, .../bpe.{joint|lang}.codes   per-paper BPE
 #   vocab/{paper}/{dataset}.{pair}.{lang|joint}.json
-#   features/{dataset}/{extractor}-{layer}[.std]/{split}.npy (+ .index.parquet)
+#   features/{dataset}/{extractor}-{layer}[.std|.ctr]/{split}.npy (+ .index.parquet)
+#   embeddings/{paper}/{dataset}.{pair}.{lang}.npy (+ .json), embeddings/{paper}/fasttext/{dataset}.{lang}.vec
 #   models/{paper}/{system}/{dataset}.{pair}.seed{seed}.best.pt (+ .curve.tsv, .last.pt)
 #   translations/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.txt
 #   scores/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.json
@@ -36,6 +37,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/text.smk"
 include: "workflow/rules/features.smk"
+include: "workflow/rules/embeddings.smk"
 include: "workflow/rules/backtranslation.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/decode.smk"

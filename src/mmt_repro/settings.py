@@ -14,7 +14,9 @@ A paper file has these blocks; each is checked here, with unknown keys named:
 ``backtranslation`` :class:`BacktranslationSettings`, only for papers that back-translate
 ``systems``         ``<name>:`` :class:`SystemSettings` (model key, visual input, model and
                     training configs (:class:`TrainConfig`), corpus, init_from, declared
-                    resources, decode)
+                    resources, feature options, decode)
+``word_vectors``    :class:`WordVectorSettings`, only for papers that read pretrained word
+                    vectors (the official files, or vectors trained in the workflow)
 ==================  =========================================================================
 
 Planning (the Snakefile) reads these without importing torch: it needs the visual input of a
@@ -187,7 +189,62 @@ class SystemSettings:
     decode: dict = field(default_factory=dict)  # DecodeSettings keys overriding the paper's
     corpus: str = "train"  # train | backtranslated | a configured dataset used as text only
     init_from: str | None = None  # system whose best checkpoint this one starts from
-    resources: dict = field(default_factory=dict)  # name -> file (a DAG input) given to the model
+    # name -> file (a DAG input) given to the model; the path may name the run's {paper},
+    # {system}, {dataset}, {pair}, {src} and {tgt} (e.g. a vocabulary-sized table built in the DAG)
+    resources: dict = field(default_factory=dict)
+    # processing of the table's feature set changed for this system, e.g. {center: false}
+    # (Hirasawa et al.'s "- Debias": the same features without the centroid subtracted)
+    feature_options: dict = field(default_factory=dict)
+
+
+#: Feature-set keys a system may change in ``feature_options`` (processing of the extracted
+#: store, not the extraction itself).
+FEATURE_OPTION_KEYS = ("center", "standardize")
+#: Placeholders a resource path may use.
+RESOURCE_WILDCARDS = ("paper", "system", "dataset", "pair", "src", "tgt")
+
+
+@dataclass
+class WordVectorTraining:
+    """fastText settings of vectors trained in the workflow (``word_vectors.source: trained``)."""
+
+    model: str = "cbow"  # cbow | skipgram
+    epoch: int = 5  # passes over the text
+    min_count: int = 1  # words seen fewer times get no vector of their own
+    minn: int = 5  # shortest character n-gram (0 with maxn 0: no sub-words)
+    maxn: int = 5  # longest character n-gram
+    ws: int = 5  # context window
+    neg: int = 10  # negative samples
+    lr: float = 0.05  # learning rate
+    bucket: int = 2_000_000  # hash buckets of the character n-grams
+
+    def __post_init__(self):
+        if self.model not in ("cbow", "skipgram"):
+            raise ValueError(f"word_vectors.train.model {self.model!r}; valid: cbow, skipgram")
+
+
+@dataclass
+class WordVectorSettings:
+    """Pretrained word vectors of a paper: where they come from and how the vocabulary-sized
+    table (``results/embeddings/<paper>/...``) is made from them."""
+
+    source: str = "official"  # official: the files of manifest input `input`; trained: fastText trained here
+    input: str = "fasttext_cc"  # manifest input holding the official vectors
+    file: str = "cc.{lang}.300.vec.gz"  # file of one language in that input
+    dim: int = 300  # vector size (the official files' size; the trained vectors' size)
+    # training text of trained vectors: the training split of the dataset, in the paper's chain
+    train: WordVectorTraining = field(default_factory=WordVectorTraining)
+    center: bool = True  # subtract the mean vector (Mu & Viswanath 2018)
+    n_components: int = 5  # top principal components removed (Mu & Viswanath 2018)
+    normalize: bool = True  # unit-length rows
+
+    def __post_init__(self):
+        if isinstance(self.train, dict):
+            self.train = make_dataclass_config(WordVectorTraining, self.train, "word_vectors.train")
+        if self.source not in ("official", "trained"):
+            raise ValueError(f"word_vectors.source {self.source!r}; valid: official, trained")
+        if "{lang}" not in self.file:
+            raise ValueError(f"word_vectors.file {self.file!r} must name the language as {{lang}}")
 
 
 @dataclass(frozen=True)
@@ -211,6 +268,7 @@ class PaperSettings:
     backtranslation: BacktranslationSettings | None = None
     description: str = ""
     imports: list[str] = field(default_factory=list)
+    word_vectors: WordVectorSettings | None = None
 
     def system(self, name: str) -> SystemSettings:
         if name not in self.systems:
@@ -270,7 +328,7 @@ class PaperSettings:
         return parts or [CorpusPart("train", None, train_split, (src, tgt))]
 
 
-_TOP_KEYS = ("description", "imports", "recipe", "decode", "scoring", "backtranslation", "systems")
+_TOP_KEYS = ("description", "imports", "recipe", "decode", "scoring", "backtranslation", "systems", "word_vectors")
 
 
 def _block(cls, values, where: str):
@@ -311,11 +369,21 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
             _block(DecodeSettings, system.decode, f"{where} decode")
         except ValueError as err:
             raise ConfigError(f"{where}: {err}") from err
+        bad = sorted(set(system.feature_options) - set(FEATURE_OPTION_KEYS))
+        if bad:
+            raise ConfigError(f"{where}: unknown feature_options key(s) {bad}; valid: {', '.join(FEATURE_OPTION_KEYS)}")
+        for res_name, res_path in system.resources.items():
+            try:
+                str(res_path).format(**{k: k for k in RESOURCE_WILDCARDS})
+            except (KeyError, IndexError, ValueError) as err:
+                raise ConfigError(f"{where}: resource {res_name} {res_path!r} names an unknown placeholder ({err}); "
+                                  f"valid: {', '.join('{' + k + '}' for k in RESOURCE_WILDCARDS)}") from err
         systems[name] = system
     for name, system in systems.items():
         if system.init_from and system.init_from not in systems:
             raise ConfigError(f"{path}: system '{name}' is initialised from unknown system '{system.init_from}'")
     bt = data.get("backtranslation")
+    wv = data.get("word_vectors")
     settings = PaperSettings(
         paper=paper,
         path=source,
@@ -326,6 +394,7 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
         backtranslation=None if bt is None else _block(BacktranslationSettings, bt, f"{path}: backtranslation"),
         description=data.get("description", ""),
         imports=list(data.get("imports") or []),
+        word_vectors=None if wv is None else _block(WordVectorSettings, wv, f"{path}: word_vectors"),
     )
     if settings.backtranslation and settings.backtranslation.reverse_system not in systems:
         raise ConfigError(f"{path}: backtranslation.reverse_system {settings.backtranslation.reverse_system!r} "

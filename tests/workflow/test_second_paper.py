@@ -22,6 +22,13 @@ papers:
       grounded: {{enabled: false}}
       table1: {{enabled: false}}
       figure2: {{enabled: false}}
+  emb_pred:
+    tables:
+      table1: {{enabled: false}}
+      table2: {{enabled: false}}
+      table3: {{enabled: false}}
+      figure1: {{enabled: false}}
+      retrieval: {{enabled: false}}
   standin:
     settings: {settings}
     tables:

@@ -72,6 +72,8 @@ PATHS = {
     "attention": "results/attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.pt",
     "backtranslation": "results/backtranslation/{paper}/{dataset}.{pair}",  # + /synthetic.src, .tgt, /images.txt
     "significance": "results/significance/{paper}/{table}.json",
+    "word_vectors": "results/embeddings/{paper}/fasttext/{dataset}.{lang}.vec",
+    "embedding_table": "results/embeddings/{paper}/{dataset}.{pair}.{lang}",  # + .npy, .json
     "table": "results/tables/{paper}/{table}.tsv",
     "figure": "results/figures/{paper}/{table}.{figure}",
 }
@@ -216,13 +218,14 @@ def paper_features(paper, dataset):
     return names.pop()
 
 
-def feature_files(dataset, feature_set, split):
-    """npy and index (+ boxes of a region store) of a split's features, standardised when the
-    config asks for it."""
-    fs = feature_set_config(dataset, feature_set)
-    std = ".std" if fs.get("standardize") else ""
+def feature_files(dataset, feature_set, split, options=None):
+    """npy and index of a split's features, standardised (`.std`) or centred on the training
+    split's centroid (`.ctr`) when the feature set asks for it; `options` (a system's
+    `feature_options`) change those keys for one system."""
+    fs = dict(feature_set_config(dataset, feature_set), **(options or {}))
+    suffix = ".std" if fs.get("standardize") else ".ctr" if fs.get("center") else ""
     stem = path(
-        "features", dataset=dataset, feature_set=f"{feature_set}{std}", split=split
+        "features", dataset=dataset, feature_set=f"{feature_set}{suffix}", split=split
     )
     files = {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
     if fs.get("kind", "grid") == "regions":
@@ -241,6 +244,11 @@ def canonical_pair(paper, dataset, pair):
         if p == paper and t["dataset"] == dataset
     }
     return rev if rev in pairs and pair not in pairs else pair
+
+
+def system_feature_options(paper, system):
+    """The system's changes to its table's feature set (e.g. {center: false})."""
+    return dict(system_settings(paper, system).feature_options)
 
 
 def model_text(paper, dataset, pair, split, lang):
@@ -365,6 +373,11 @@ def all_figures():
         path("figure", paper=paper, table=table, figure="attention.png")
         for paper, table, t in enabled_tables()
         if t.get("figure")
+    ]
+    figures += [
+        path("figure", paper=paper, table=table, figure=f"{t['plot']}.png")
+        for paper, table, t in enabled_tables()
+        if t.get("plot")
     ]
     return figures
 
@@ -735,8 +748,9 @@ def training_inputs(wildcards):
                 f"{paper}.{wildcards.system}: corpus {corpus!r} has no images for a multimodal model"
             )
         feats = paper_features(paper, ds)
+        options = system_feature_options(paper, wildcards.system)
         for split, key in ((train, "train"), (val, "val")):
-            for kind, file in feature_files(ds, feats, split).items():
+            for kind, file in feature_files(ds, feats, split, options).items():
                 inputs[f"{key}_{kind}"] = (
                     file  # train_npy, train_index (+ train_boxes), ...
                 )
@@ -747,19 +761,35 @@ def training_inputs(wildcards):
     return inputs
 
 
-def resource_files(wildcards):
-    """`resource_<name>` -> file of every resource the system declares (pretrained vectors or
-    weights, e.g. resources/<input>/<file> of a manifest input)."""
+def resource_paths(wildcards):
+    """name -> file of every resource the system declares (pretrained vectors or weights,
+    e.g. resources/<input>/<file> of a manifest input, or a table the workflow builds), with
+    the run's {paper}, {system}, {dataset}, {pair}, {src} and {tgt} filled in."""
     settings = system_settings(wildcards.paper, wildcards.system)
+    src, tgt = wildcards.pair.split("-")
+    values = dict(
+        paper=wildcards.paper,
+        system=wildcards.system,
+        dataset=wildcards.dataset,
+        pair=wildcards.pair,
+        src=src,
+        tgt=tgt,
+    )
     return {
-        f"resource_{name}": str(value) for name, value in settings.resources.items()
+        name: str(value).format(**values) for name, value in settings.resources.items()
+    }
+
+
+def resource_files(wildcards):
+    """`resource_<name>` -> file of every resource the system declares."""
+    return {
+        f"resource_{name}": value for name, value in resource_paths(wildcards).items()
     }
 
 
 def train_resources(wildcards):
     """name -> file, as the trainer takes them (the same files as the rule's inputs)."""
-    settings = system_settings(wildcards.paper, wildcards.system)
-    return {name: str(value) for name, value in settings.resources.items()}
+    return resource_paths(wildcards)
 
 
 def paper_imports(wildcards):
@@ -870,7 +900,10 @@ def translate_inputs(wildcards):
     }
     if multimodal(paper, wildcards.system):
         for kind, file in feature_files(
-            ds, paper_features(paper, ds), wildcards.split
+            ds,
+            paper_features(paper, ds),
+            wildcards.split,
+            system_feature_options(paper, wildcards.system),
         ).items():
             inputs[f"features_{kind}"] = (
                 file  # features_npy, features_index (+ features_boxes)
@@ -1114,6 +1147,90 @@ def table_note(wildcards):
     return table_config(wildcards).get("note", "")
 
 
+# Tables built in the workflow from pretrained word vectors (the word_vectors block of a paper).
+EMBEDDING_TABLES = "results/embeddings/"
+
+
+def uses_word_vectors(paper, system):
+    """Does the system read a table built from the paper's pretrained word vectors?"""
+    return any(
+        str(value).startswith(EMBEDDING_TABLES)
+        for value in system_settings(paper, system).resources.values()
+    )
+
+
+def table_not_comparable(wildcards):
+    """system -> why its rows get no delta: vectors trained here instead of the paper's."""
+    paper = wildcards.paper
+    wv = SETTINGS[paper].word_vectors
+    if wv is None or wv.source != "trained":
+        return {}
+    reason = (
+        f"word vectors: fastText {wv.train.model} {wv.dim}-d trained here on the training text, "
+        f"not the official {wv.input} vectors"
+    )
+    return {
+        system: reason
+        for system in table_config(wildcards)["systems"]
+        if uses_word_vectors(paper, system)
+    }
+
+
+def word_vectors(paper):
+    wv = SETTINGS[paper].word_vectors
+    if wv is None:
+        raise ValueError(
+            f"{paper} has no `word_vectors` block in {SETTINGS[paper].path}"
+        )
+    return wv
+
+
+def word_vector_file(wildcards):
+    """The official vectors of the language (a manifest input) or those trained here."""
+    wv = word_vectors(wildcards.paper)
+    if wv.source == "official":
+        return f"resources/{wv.input}/{wv.file.format(lang=wildcards.lang)}"
+    return path(
+        "word_vectors",
+        paper=wildcards.paper,
+        dataset=wildcards.dataset,
+        lang=wildcards.lang,
+    )
+
+
+def word_vector_text(wildcards):
+    """Training text of vectors trained here: the dataset's training split in the paper's chain."""
+    ds = wildcards.dataset
+    return path(
+        "text",
+        dataset=ds,
+        split=dataset_config(ds)["train"],
+        chain=recipe(wildcards.paper).chain_for(wildcards.lang),
+        lang=wildcards.lang,
+    )
+
+
+def word_vector_training(wildcards):
+    wv = word_vectors(wildcards.paper)
+    return dict(as_plain(wv.train), dim=wv.dim)
+
+
+def embedding_table_settings(wildcards):
+    wv = word_vectors(wildcards.paper)
+    return {
+        "n_components": wv.n_components,
+        "center": wv.center,
+        "normalize": wv.normalize,
+        "dim": wv.dim,
+    }
+
+
+def embedding_vocab(wildcards):
+    return vocab_file(
+        wildcards.paper, wildcards.dataset, wildcards.pair, wildcards.lang
+    )
+
+
 def table_unavailable(wildcards):
     return dict(table_config(wildcards).get("unavailable", {}))
 
@@ -1141,12 +1258,23 @@ def analysis_inputs(wildcards):
         pair=wildcards.pair,
         seed=wildcards.seed,
     )
-    if t.get("inputs", "attention") == "attention":
+    kind = t.get("inputs", "attention")
+    if kind == "attention":
         return {"attention": path("attention", **values)}
-    return {
+    if (
+        kind == "model"
+    ):  # the inputs of translating: checkpoint, source, vocabularies, features
+        return translate_inputs(wildcards)
+    files = {
         "hyp": path("translation", condition="congruent", **values),
         "ref": reference_text(wildcards),
     }
+    if kind == "translation_train":  # + the target side of the training corpus
+        ds, tgt = wildcards.dataset, wildcards.pair.split("-")[1]
+        files["train"] = reference_file(
+            wildcards.paper, ds, dataset_config(ds)["train"], tgt
+        )
+    return files
 
 
 def analysis_table(wildcards):

@@ -191,3 +191,24 @@ rule standardize_regions:
         "../../envs/torch.yaml"
     script:
         "../scripts/standardize_features.py"
+
+
+rule center_features:
+    input:
+        npy=f"{PATHS['features']}.npy",
+        index=f"{PATHS['features']}.index.parquet",
+        train_npy=train_feature_store("npy"),
+        train_index=train_feature_store("index"),
+    output:
+        npy="results/features/{dataset}/{feature_set}.ctr/{split}.npy",
+        index="results/features/{dataset}/{feature_set}.ctr/{split}.index.parquet",
+    log:
+        "results/logs/center_features/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/center_features/{dataset}/{feature_set}/{split}.tsv"
+    wildcard_constraints:
+        feature_set=feature_sets_of("grid"),
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/center_features.py"

@@ -47,6 +47,7 @@ rule make_table:
     params:
         note=table_note,
         unavailable=table_unavailable,
+        not_comparable=table_not_comparable,
     script:
         "../scripts/make_table.py"
 
@@ -112,3 +113,25 @@ rule plot_attention:
         index=figure_sentence,
     script:
         "../scripts/plot_attention.py"
+
+
+rule plot_rare_words:
+    input:
+        PATHS["table"],
+    output:
+        png=report(
+            "results/figures/{paper}/{table}.rare_words.png",
+            caption="../report/rare_words_figure.rst",
+            category="Figures",
+            subcategory="{paper}",
+        ),
+        pdf="results/figures/{paper}/{table}.rare_words.pdf",
+    log:
+        "results/logs/plot_rare_words/{paper}/{table}.log",
+    benchmark:
+        "results/benchmarks/plot_rare_words/{paper}/{table}.tsv"
+    localrule: True
+    conda:
+        "../../envs/eval.yaml"
+    script:
+        "../scripts/plot_rare_words.py"

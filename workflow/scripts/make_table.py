@@ -15,4 +15,5 @@ run_step(
     significance_json=snakemake.input.get("significance"),
     note=snakemake.params.note,
     unavailable_systems=dict(snakemake.params.unavailable),
+    not_comparable=dict(snakemake.params.not_comparable),
 )

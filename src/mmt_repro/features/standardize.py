@@ -4,7 +4,10 @@ over a store -- the training split's -- and applied to any store with the same l
 
 :func:`feature_stats` computes the statistics without loading the whole array;
 :func:`standardize_store` writes ``(x - mean) / std`` as a new float16 store whose index keeps
-the input's rows, columns and metadata (layouts: :mod:`mmt_repro.features.store`).
+the input's rows, columns and metadata (layouts: :mod:`mmt_repro.features.store`). With
+``scale=False`` it only subtracts the training-set centroid (a feature set's ``center: true``;
+Hirasawa et al. 2019, sec. 3.1: "We calculate the centroid of visual features in the training
+dataset as the bias vector and subtract the bias vector from all visual features").
 """
 
 from __future__ import annotations
@@ -74,8 +77,10 @@ def standardize_store(
     stats_out: Path | None = None,
     in_boxes: Path | None = None,
     out_boxes: Path | None = None,
+    scale: bool = True,
 ) -> dict:
-    """Write ``(x - mean) / std`` per feature dimension of a store as a new float16 store.
+    """Write ``(x - mean) / std`` per feature dimension of a store as a new float16 store
+    (``scale=False``: ``x - mean``, the centroid subtracted and nothing scaled).
 
     The statistics come from ``stats_from``: an ``.npz`` written earlier through
     ``stats_out``, or the training split's feature ``.npy`` itself (its statistics are then
@@ -123,13 +128,13 @@ def standardize_store(
             raise DataError(source, f"statistics were computed on {key}={src_meta[key]!r} features but "
                             f"{in_npy} has {key}={store.meta[key]!r}",
                             "recompute the statistics on the training store of the same features")
-    scale = np.where(std < _STD_FLOOR, 1.0, std)
+    divisor = np.where(std < _STD_FLOOR, 1.0, std) if scale else np.ones_like(std)
     bad_rows: list[str] = []
     with atomic_path(out_npy) as tmp_npy, atomic_path(out_index) as tmp_index:
         out = np.lib.format.open_memmap(tmp_npy, mode="w+", dtype=np.float16, shape=(n, L, D))
         try:
             for a, b in _chunks(n, L * D * 4):
-                x = (np.asarray(store.array[a:b], dtype=np.float64) - mean) / scale
+                x = (np.asarray(store.array[a:b], dtype=np.float64) - mean) / divisor
                 if store.lengths is not None:
                     x[np.arange(L)[None, :] >= store.lengths[a:b, None]] = 0.0
                 ok = np.isfinite(x).all(axis=(1, 2)) & (np.abs(x).max(axis=(1, 2)) <= FLOAT16_MAX)
@@ -143,8 +148,11 @@ def standardize_store(
         finally:
             del out
         meta = dict(store.meta)
-        meta["standardized"] = {"stats_from": source, "n_vectors": int(n_vectors), "std_floor": _STD_FLOOR,
-                                "input": str(in_npy)}
+        entry = {"stats_from": source, "n_vectors": int(n_vectors), "input": str(in_npy)}
+        if scale:
+            meta["standardized"] = dict(entry, std_floor=_STD_FLOOR)
+        else:
+            meta["centered"] = entry
         write_index(tmp_index, store.images, meta, key=store.key, columns=store.columns)
     if in_boxes is not None and out_boxes is not None:
         with atomic_path(out_boxes) as tmp_boxes:

@@ -249,3 +249,48 @@ def plot_rare_words(
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return _save(fig, out_png)
+
+
+#: Metric names of the rare-word analysis rows: ``f_freq_<bin>`` (e.g. ``f_freq_5-9``, ``f_freq_1000+``).
+RARE_WORD_PREFIX = "f_freq_"
+
+
+def _bin_low(label: str) -> int:
+    return int(label.rstrip("+").split("-")[0])
+
+
+def plot_rare_words_table(table_tsv: str | os.PathLike, out_png: str | os.PathLike) -> tuple[Path, Path]:
+    """Hirasawa et al. (2019) Fig. 1 from a results table of the rare-word analysis (rows
+    ``metric = f_freq_<bin>``, ``ours`` = F in %, mean over seeds): one bar per system and
+    bin, the seed standard deviation as error bars; bins ordered by training frequency."""
+    path = Path(table_tsv)
+    if not path.exists():
+        raise DataError(path, "results table does not exist", "re-run the make_table rule")
+    df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    if "metric" not in df.columns or "system" not in df.columns:
+        raise DataError(path, "not a results table (no metric/system column)", "plot a table written by make_table")
+    df = df[df["metric"].str.startswith(RARE_WORD_PREFIX) & (df["ours"] != "")]
+    if df.empty:
+        raise DataError(path, f"no {RARE_WORD_PREFIX}<bin> rows with values", "run the rare-word analysis table")
+    df = df.assign(bin=df["metric"].str[len(RARE_WORD_PREFIX):], ours=pd.to_numeric(df["ours"]),
+                   ours_std=pd.to_numeric(df.get("ours_std", ""), errors="coerce"))
+    varying = [c for c in ("test_set", "pair") if c in df.columns and df[c].nunique() > 1]
+    df["label"] = df[["system", *varying]].astype(str).agg(" ".join, axis=1)
+    bins = sorted(set(df["bin"]), key=_bin_low)
+    labels = list(dict.fromkeys(df["label"]))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.45 * len(bins) * len(labels) + 2), 3.8))
+    width = 0.8 / len(labels)
+    x = np.arange(len(bins))
+    for k, label in enumerate(labels):
+        sub = df[df["label"] == label].set_index("bin")
+        vals = [float(sub.loc[b, "ours"]) if b in sub.index else math.nan for b in bins]
+        errs = [float(sub.loc[b, "ours_std"]) if b in sub.index and not math.isnan(sub.loc[b, "ours_std"]) else 0.0
+                for b in bins]
+        ax.bar(x - 0.4 + width * (k + 0.5), vals, width, yerr=errs, capsize=2, label=label)
+    ax.set_xticks(x, bins)
+    ax.set_xlabel("frequency in the training corpus")
+    ax.set_ylabel("word F-score (%)")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, out_png)

@@ -9,8 +9,10 @@ Build
     - ``vocabs``: :class:`Vocabs`, the sizes and special-token ids of the source (None when the
       task has no source text, e.g. captioning) and target vocabularies;
     - ``resources``: ``{name: Path}``, the pretrained vectors or weights the system declares
-      (``systems.<system>.resources``; DAG inputs of the training job). Empty when a checkpoint
-      is rebuilt for decoding: the weights then come from the checkpoint.
+      (``systems.<system>.resources``; DAG inputs of the training job; a path may name the
+      run's ``{paper}``, ``{dataset}``, ``{pair}``, ``{src}``, ``{tgt}``, e.g. a vocabulary-sized
+      table the workflow builds). ``None`` when a checkpoint is rebuilt for decoding (the
+      weights then come from the checkpoint); a dict, possibly empty, in training.
 
 Train
     ``forward(batch) -> {"loss": scalar tensor to minimise, "n_tokens": int tensor, ...}``. The

@@ -4,7 +4,10 @@ probes).
 
 A table of ``kind: analysis`` names ``analysis: <name>`` and what the analysis reads
 (``inputs: attention`` -- the greedy per-step dump of :func:`mmt_repro.decode.translate.dump_attention`
--- or ``inputs: translation`` -- the translation and its reference). The function registered as
+--, ``inputs: translation`` -- the translation and its reference --, ``translation_train`` -- those
+and the target side of the training corpus, for analyses by training frequency -- or ``model`` --
+the checkpoint, the test source, the vocabularies and, for multimodal systems, the test
+features: what the translate rule reads, for probes of the model itself). The function registered as
 ``<paper>.<name>`` gets those files and returns ``{metric: {"value": float, "signature": str}}``;
 :func:`run_analysis` writes them as a score JSON that :func:`mmt_repro.tables.build.make_table`
 reads like any other score.
@@ -20,7 +23,7 @@ from pathlib import Path
 from ..io import atomic_write
 from ..settings import import_model_modules
 
-INPUT_KINDS = ("attention", "translation")
+INPUT_KINDS = ("attention", "translation", "translation_train", "model")
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,11 @@ _ANALYSES: dict[str, Analysis] = {}
 
 def register_analysis(name: str, inputs: str) -> Callable:
     """Decorator: register ``func(files: dict[str, Path]) -> {metric: {value, signature}}`` as
-    ``name`` (``<paper>.<analysis>``). ``files`` holds ``attention`` (a dump), or ``hyp`` and
-    ``ref`` (translation and reference in the scoring form)."""
+    ``name`` (``<paper>.<analysis>``). ``files`` holds ``attention`` (a dump); ``hyp`` and
+    ``ref`` (translation and reference in the scoring form), with ``train`` (the target side of
+    the training corpus, same form) for ``translation_train``; or, for ``model``,
+    ``checkpoint``, ``src``, ``src_vocab``, ``tgt_vocab`` (and ``features_npy``,
+    ``features_index`` for multimodal systems)."""
     if inputs not in INPUT_KINDS:
         raise ValueError(f"analysis inputs {inputs!r}; valid: {', '.join(INPUT_KINDS)}")
 

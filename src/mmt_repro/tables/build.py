@@ -17,7 +17,7 @@ Table columns, in order (:data:`COLUMNS`):
     number of seeds. ``ours`` is empty for rows we did not produce, never a copy of the paper.
 ``paper_value, delta``
     published value (congruent condition only) and ``ours - paper_value``; empty when either
-    side is missing.
+    side is missing, or when the run differs from the paper's set-up (``not_comparable``).
 ``paper_marks``
     the paper's own significance marks on that value, as printed (e.g. ``†‡``; their meaning
     is in the published row's ``source``), from the optional ``marks`` column of
@@ -198,10 +198,14 @@ def make_table(
     unavailable: list[dict] | None = None,
     significance: dict | None = None,
     note: str = "",
+    not_comparable: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """Average score JSONs over seeds, join the published values, write ``out_tsv``.
 
     ``note``: a caveat of this run (e.g. a scaled-down model) put on every row we produced.
+    ``not_comparable``: system -> reason its runs differ from the paper's set-up (e.g. word
+    vectors trained here instead of the paper's); its rows show the paper's value but no
+    ``delta``, with the reason in ``note``.
 
     ``unavailable``: rows we cannot produce, each ``{system, pair, test_set, metric, reason}``
     (optional ``condition``, default ``congruent``); they appear with empty ``ours`` and the
@@ -236,12 +240,14 @@ def make_table(
         std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else None
         # Degenerate output (empty or cut-off hypotheses) is said on the row, seed by seed.
         warnings = [f"seed {s}: {w}" for s, w in zip(grp["seed"], grp["degenerate"]) if w]
+        reason = (not_comparable or {}).get(key[0], "")
         rows[key] = {
             "ours": _round2(mean),
             "ours_std": None if std is None else _round2(std),
             "n_seeds": n,
             "signature": sigs[0],
-            "note": "; ".join([x for x in (note, *warnings) if x]),
+            "note": "; ".join([x for x in (note, reason, *warnings) if x]),
+            "comparable": not reason,
         }
 
     for item in unavailable or []:
@@ -278,7 +284,8 @@ def make_table(
     for key in sorted(rows):
         r = rows[key]
         pv = paper_values.get(key)
-        delta = _round2(r["ours"] - pv) if (r["ours"] is not None and pv is not None) else None
+        comparable = r.get("comparable", True)
+        delta = _round2(r["ours"] - pv) if (r["ours"] is not None and pv is not None and comparable) else None
         other_tool = not_the_papers_tool(r["signature"])
         if delta is not None and other_tool:
             delta = None
@@ -434,9 +441,11 @@ def make_table_from_files(
     significance_json: Path | None = None,
     unavailable_systems: dict[str, str] | None = None,
     note: str = "",
+    not_comparable: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """:func:`make_table` with the p-values read from the significance rule's JSON, and
-    ``unavailable_systems`` (system -> reason) expanded to every published row of those systems."""
+    ``unavailable_systems`` (system -> reason) expanded to every published row of those systems;
+    ``not_comparable`` as :func:`make_table`."""
     significance = None
     if significance_json:
         significance = json.loads(Path(significance_json).read_text(encoding="utf-8"))
@@ -454,5 +463,6 @@ def make_table_from_files(
                 for r in rows.itertuples()
             )
     return make_table(
-        score_jsons, paper, table, published, out_tsv, unavailable=unavailable or None, significance=significance, note=note
+        score_jsons, paper, table, published, out_tsv, unavailable=unavailable or None, significance=significance, note=note,
+        not_comparable=not_comparable,
     )

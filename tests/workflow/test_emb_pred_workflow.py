@@ -1,0 +1,102 @@
+"""Hirasawa et al. (2019) through the workflow: the full configuration plans Tables 1-3, Figure 1
+and the retrieval check from raw data (the official fastText vectors, pool5 features with the
+training centroid subtracted), and the smoke run (grounded data, vectors trained here) makes
+them, with IMAGINATION's latent space retrieving the right images and its shuffled control not."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+TARGETS = [f"results/tables/emb_pred/{t}.tsv" for t in ("table1", "table2", "table3", "figure1", "retrieval")]
+
+
+def _jobs(wf, tmp_path, *extra) -> str:
+    res = wf.snakemake("-n", *TARGETS, "--directory", str(tmp_path), *extra)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res.stdout
+
+
+def test_full_config_plans_every_table_from_raw_data(wf, tmp_path):
+    out = _jobs(wf, tmp_path)
+    # the official vectors are fetched (manifest input fasttext_cc), never trained, in the full run
+    assert "resources/fasttext_cc/cc.fr.300.vec.gz" in out and "resources/fasttext_cc/cc.en.300.vec.gz" in out
+    assert "rule train_word_vectors" not in out
+    assert "results/embeddings/emb_pred/multi30k.fr-en.fr.npy" in out
+    # pool5 with the training centroid subtracted; "- Debias" reads the same store uncentred
+    assert "results/features/multi30k/resnet50-pool5.ctr/train.npy" in out
+    assert "results/features/multi30k/resnet50-pool5/train.npy" in out
+    for system in ("nmt", "nmt_pre", "imag", "imag_pre", "ours", "ours_enc_random", "ours_dec_random", "ours_random",
+                   "ours_unfixed", "ours_enc_random_unfixed", "ours_nodebias", "ours_text"):
+        for seed in (1, 2, 3):
+            assert f"results/models/emb_pred/{system}/multi30k.fr-en.seed{seed}.best.pt" in out, (system, seed)
+    for split in ("val", "test_2016_flickr", "test_2017_flickr"):
+        assert f"results/scores/emb_pred/ours/multi30k.{split}.fr-en.seed1.congruent.json" in out
+    assert "results/models/emb_pred/imag_shuffled/grounded.fr-en.seed1.best.pt" in out
+
+
+def test_trained_vectors_when_the_official_ones_are_not_used(wf, tmp_path):
+    cfg = tmp_path / "trained.yaml"
+    cfg.write_text("papers:\n  emb_pred:\n    overrides:\n      word_vectors: {source: trained}\n", encoding="utf-8")
+    out = _jobs(wf, tmp_path, "--configfile", str(cfg))
+    assert "rule train_word_vectors" in out and "resources/fasttext_cc" not in out
+    assert "results/embeddings/emb_pred/fasttext/multi30k.fr.vec" in out
+
+
+@pytest.mark.e2e
+def test_smoke_tables_rows_and_notes(smoke_run):
+    table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
+    ep = table[table.paper == "emb_pred"]
+    assert set(ep.table) == {"table1", "table2", "table3", "figure1", "retrieval"}
+    ours = ep[(ep.test_set == "test") & (ep.metric == "bleu")]
+    t1 = ours[ours.table == "table1"].set_index("system")
+    assert set(t1.index) == {"nmt", "nmt_pre", "imag", "imag_pre", "ours"}
+    assert (t1.ours.astype(float) > 10).all(), t1.ours  # every system learns the grounded captions
+    # rows of systems that read the vectors say they were trained here, and have no delta
+    pre = ep[ep.system.isin(["nmt_pre", "imag_pre", "ours", "ours_text"]) & (ep.ours != "")]
+    assert pre.note.str.contains("trained here").all() and (pre.delta == "").all()
+    assert not ep[(ep.system == "nmt") & (ep.ours != "")].note.str.contains("trained here").any()
+    # the published rows (test_2016_flickr) are there, not run in the smoke
+    pub = ep[(ep.test_set == "test_2016_flickr") & (ep.table == "table1")]
+    assert set(pub.system) == set(t1.index) and (pub.ours == "").all()
+    assert set(ep[ep.table == "table3"].system) == {"ours", "ours_nodebias", "ours_text"}
+    t2 = ep[ep.table == "table2"]
+    assert len(set(t2.system)) == 6  # the smoke runs three; the other three are published rows
+    assert set(t2[t2.ours != ""].system) == {"ours", "ours_random", "ours_unfixed"}
+    assert ep[ep.table == "figure1"].metric.str.startswith("f_freq_").all()
+
+
+@pytest.mark.e2e
+def test_smoke_vectors_tables_and_features(smoke_run):
+    results = smoke_run / "results"
+    for lang in ("fr", "en"):
+        report = json.loads((results / "embeddings" / "emb_pred" / f"grounded.fr-en.{lang}.json").read_text())
+        table = np.load(results / "embeddings" / "emb_pred" / f"grounded.fr-en.{lang}.npy")
+        assert table.shape == (report["rows"], 32) and report["n_components"] == 5
+        assert report["vocab_words_missing"] == 0  # trained on the same text: every word has a vector
+        assert np.allclose(table[:2], 0) and np.allclose(np.linalg.norm(table[2:], axis=1), 1, atol=1e-5)
+    centred = np.load(results / "features" / "grounded" / "resnet50-pool5.ctr" / "train.npy").astype(np.float64)
+    raw = np.load(results / "features" / "grounded" / "resnet50-pool5" / "train.npy").astype(np.float64)
+    assert centred.shape == raw.shape == (3000, 1, 2048)
+    assert np.abs(centred.mean(axis=0)).max() < 0.05 * np.abs(raw.mean(axis=0)).max()
+    figure = results / "figures" / "emb_pred" / "figure1.rare_words.png"
+    assert figure.stat().st_size > 1000
+
+
+@pytest.mark.e2e
+def test_smoke_latent_space_retrieves_images_and_shuffling_removes_it(smoke_run):
+    table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
+    ret = table[(table.paper == "emb_pred") & (table.table == "retrieval")]
+    value = {(r.system, r.metric): float(r.ours) for r in ret.itertuples()}
+    chance = value[("imag", "chance_r1")]
+    print("retrieval R@1 / median rank: " + ", ".join(
+        f"{s} {value[(s, 'r1')]:.2f} / {value[(s, 'median_rank')]:.0f}" for s in ("imag", "ours", "imag_shuffled"))
+        + f" (chance R@1 {chance:.2f})")
+    assert value[("imag", "r1")] >= 5 * chance
+    assert value[("ours", "r1")] >= 5 * chance
+    # trained on shuffled images, the latent space ranks the right image no better than chance
+    assert value[("imag_shuffled", "r1")] < 3 * chance
+    assert value[("imag_shuffled", "median_rank")] > 0.3 * 300

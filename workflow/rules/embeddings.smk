@@ -1,0 +1,47 @@
+# Pretrained word vectors (a paper's `word_vectors` block; Hirasawa et al. 2019): the official
+# files (a manifest input, fetched) or fastText vectors trained here on the training text, made
+# into a vocabulary-sized, debiased table that a system declares as a resource.
+
+
+rule train_word_vectors:
+    input:
+        text=word_vector_text,
+    output:
+        PATHS["word_vectors"],
+    log:
+        "results/logs/train_word_vectors/{paper}/{dataset}.{lang}.log",
+    benchmark:
+        "results/benchmarks/train_word_vectors/{paper}/{dataset}.{lang}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    # One fastText thread: the vectors are then a function of the text and the settings.
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    params:
+        settings=word_vector_training,
+    script:
+        "../scripts/train_word_vectors.py"
+
+
+rule build_embedding_table:
+    input:
+        vocab=embedding_vocab,
+        vectors=word_vector_file,
+    output:
+        npy=f"{PATHS['embedding_table']}.npy",
+        report=f"{PATHS['embedding_table']}.json",
+    log:
+        "results/logs/build_embedding_table/{paper}/{dataset}.{pair}.{lang}.log",
+    benchmark:
+        "results/benchmarks/build_embedding_table/{paper}/{dataset}.{pair}.{lang}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    params:
+        settings=embedding_table_settings,
+    script:
+        "../scripts/build_embedding_table.py"
