@@ -12,9 +12,12 @@ A paper file has these blocks; each is checked here, with unknown keys named:
 ``scoring``         :class:`ScoringSettings`: metrics, BLEU variant and tokenisation, METEOR
                     language, the shuffled-image seed
 ``backtranslation`` :class:`BacktranslationSettings`, only for papers that back-translate
+``align``           :class:`AlignSettings`, only for papers whose models read word alignments
+                    (the DAG's alignment stage, ``workflow/rules/align.smk``)
 ``systems``         ``<name>:`` :class:`SystemSettings` (model key, visual input, model and
                     training configs (:class:`TrainConfig`), corpus, init_from, declared
-                    resources, decode)
+                    resources, decode, per-example extras, per-pair overrides, or
+                    ``reverse_of``: the backward direction of another system's checkpoint)
 ==================  =========================================================================
 
 Planning (the Snakefile) reads these without importing torch: it needs the visual input of a
@@ -162,6 +165,29 @@ class BacktranslationSettings:
 
 
 @dataclass
+class AlignSettings:
+    """The alignment stage: fast_align on the paper's training text, both directions,
+    symmetrised (:mod:`mmt_repro.text.align`)."""
+
+    tool: str = "fast_align"  # the aligner (fast_align, through the systran-align binding)
+    iterations: int = 5  # EM iterations of each direction (fast_align's default -I 5)
+    favor_diagonal: bool = True  # fast_align -d: the diagonal prior
+    optimize_tension: bool = True  # fast_align -o: learn the diagonal tension
+    variational_bayes: bool = True  # fast_align -v: Dirichlet prior on the translation table
+
+    def __post_init__(self):
+        if self.tool != "fast_align":
+            raise ValueError(f"unknown aligner {self.tool!r}; valid: fast_align")
+        if self.iterations < 1:
+            raise ValueError(f"iterations must be >= 1, got {self.iterations}")
+
+
+#: Per-example extras a system may ask the trainer for (``extras``): name -> what it is.
+EXTRAS = {"align": "the word alignment of each training pair (Pharaoh line, source index first; the align stage)"}
+DIRECTIONS = ("forward", "backward")
+
+
+@dataclass
 class SystemSettings:
     """One system of a paper's table."""
 
@@ -174,6 +200,18 @@ class SystemSettings:
     corpus: str = "train"  # train | backtranslated | a configured dataset used as text only
     init_from: str | None = None  # system whose best checkpoint this one starts from
     resources: dict = field(default_factory=dict)  # name -> file (a DAG input) given to the model
+    # (the path may name {paper}, {dataset}, {pair} and {seed}: the training run's values)
+    extras: list = field(default_factory=list)  # per-example extras the model reads in training (EXTRAS)
+    by_pair: dict = field(default_factory=dict)  # pair -> {model_config: {...}, train: {...}} merged on top
+    # The backward direction of another system: no training of its own; its translations decode
+    # that system's checkpoint of the reversed pair (model trained on en-de -> this system on de-en)
+    # with direction "backward" (the model must list it in its `directions`).
+    reverse_of: str | None = None
+
+    def for_pair(self, pair: str) -> tuple[dict, dict]:
+        """(model_config, train) of this system on language pair ``pair`` (``by_pair`` applied)."""
+        over = self.by_pair.get(pair) or {}
+        return {**self.model_config, **(over.get("model_config") or {})}, {**self.train, **(over.get("train") or {})}
 
 
 @dataclass
@@ -187,6 +225,7 @@ class PaperSettings:
     backtranslation: BacktranslationSettings | None = None
     description: str = ""
     imports: list[str] = field(default_factory=list)
+    align: AlignSettings | None = None
 
     def system(self, name: str) -> SystemSettings:
         if name not in self.systems:
@@ -198,7 +237,7 @@ class PaperSettings:
         return dataclasses.replace(self.decode, **self.system(system).decode)
 
 
-_TOP_KEYS = ("description", "imports", "recipe", "decode", "scoring", "backtranslation", "systems")
+_TOP_KEYS = ("description", "imports", "recipe", "decode", "scoring", "backtranslation", "align", "systems")
 
 
 def _block(cls, values, where: str):
@@ -229,21 +268,34 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
     except ValueError as err:
         raise ConfigError(f"{path}: recipe: {err}") from err
     systems = {}
-    for name, block in (data.get("systems") or {}).items():
+    blocks = data.get("systems") or {}
+    for name, block in blocks.items():
         where = f"{path}: system '{name}'"
+        block = _reverse_block(name, block, blocks, where)
         system = _block(SystemSettings, block, where)
         if system.visual not in VISUAL_KINDS:
             raise ConfigError(f"{where}: visual {system.visual!r}; valid: {', '.join(VISUAL_KINDS)}")
         try:
             make_train_config(system.train)
+            for pair, over in system.by_pair.items():
+                bad = sorted(set(over or {}) - {"model_config", "train"})
+                if bad:
+                    raise ValueError(f"by_pair.{pair}: unknown key(s) {bad}; valid: model_config, train")
+                make_train_config(system.for_pair(pair)[1])
             _block(DecodeSettings, system.decode, f"{where} decode")
         except ValueError as err:
             raise ConfigError(f"{where}: {err}") from err
+        unknown_extras = sorted(set(system.extras) - set(EXTRAS))
+        if unknown_extras:
+            raise ConfigError(f"{where}: unknown extras {unknown_extras}; valid: {', '.join(EXTRAS)}")
+        if "align" in system.extras and data.get("align") is None:
+            raise ConfigError(f"{where}: reads word alignments (extras: [align]) but {path} has no `align` block")
         systems[name] = system
     for name, system in systems.items():
         if system.init_from and system.init_from not in systems:
             raise ConfigError(f"{path}: system '{name}' is initialised from unknown system '{system.init_from}'")
     bt = data.get("backtranslation")
+    al = data.get("align")
     settings = PaperSettings(
         paper=paper,
         path=source,
@@ -254,11 +306,35 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
         backtranslation=None if bt is None else _block(BacktranslationSettings, bt, f"{path}: backtranslation"),
         description=data.get("description", ""),
         imports=list(data.get("imports") or []),
+        align=None if al is None else _block(AlignSettings, al, f"{path}: align"),
     )
     if settings.backtranslation and settings.backtranslation.reverse_system not in systems:
         raise ConfigError(f"{path}: backtranslation.reverse_system {settings.backtranslation.reverse_system!r} "
                           f"is not a system; systems: {', '.join(systems)}")
     return settings
+
+
+def _reverse_block(name: str, block: dict, blocks: dict, where: str) -> dict:
+    """A ``reverse_of`` system takes model, visual input and model config from its forward
+    system (it decodes that system's checkpoint); it trains nothing of its own."""
+    block = dict(block or {})
+    target = block.get("reverse_of")
+    if target is None:
+        return block
+    if target not in blocks:
+        raise ConfigError(f"{where}: reverse_of names unknown system {target!r}; systems: {', '.join(blocks)}")
+    if (blocks[target] or {}).get("reverse_of"):
+        raise ConfigError(f"{where}: reverse_of {target!r}, which is itself a reverse system; name the forward one")
+    own = sorted(set(block) & {"model", "visual", "model_config", "train", "corpus", "init_from", "resources",
+                              "extras", "by_pair"})
+    if own:
+        raise ConfigError(f"{where}: a reverse_of system decodes {target!r}'s checkpoint and trains nothing; "
+                          f"drop {own}")
+    src = blocks[target] or {}
+    for key in ("model", "visual", "model_config"):
+        if key in src:
+            block[key] = src[key]
+    return block
 
 
 def import_model_modules(modules: list[str] | tuple[str, ...] = ()) -> None:
@@ -291,6 +367,14 @@ def check_model_configs(settings: PaperSettings, only: str | None = None) -> Non
         if cls.visual != system.visual:
             raise ConfigError(f"{where}: visual is {system.visual!r} but model {system.model} reads "
                               f"{cls.visual!r}; set `visual: {cls.visual}`")
+        try:
+            for pair in system.by_pair:
+                make_config(system.model, system.for_pair(pair)[0])
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"{where}: by_pair: {err}") from err
+        if system.reverse_of and "backward" not in cls.directions:
+            raise ConfigError(f"{where}: reverse_of {system.reverse_of!r}, but model {system.model} decodes only "
+                              f"{', '.join(cls.directions)}: it holds no backward model")
 
 
 def as_plain(obj: Any) -> Any:

@@ -61,6 +61,8 @@ PATHS = {
     "attention": "results/attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.pt",
     "backtranslation": "results/backtranslation/{paper}/{dataset}.{pair}",  # + /synthetic.src, .tgt, /images.txt
     "significance": "results/significance/{paper}/{table}.json",
+    "align": "results/align/{paper}/{dataset}.{pair}/{split}.align",  # Pharaoh i-j, symmetrised
+    "align_model": "results/align/{paper}/{dataset}.{pair}/model",  # + .fwd, .bwd (fast_align tables)
     "table": "results/tables/{paper}/{table}.tsv",
     "figure": "results/figures/{paper}/{table}.{figure}",
 }
@@ -106,6 +108,13 @@ COMPARABLE_PER_IMAGE = max(
     [s.backtranslation.descriptions for s in SETTINGS.values() if s.backtranslation]
     or [1]
 )
+
+
+def grounded_gold_pairs(langs):
+    """The language pairs the grounded generator writes gold alignments for (langs order)."""
+    from mmt_repro.data.grounded import gold_pairs
+
+    return gold_pairs(langs)
 
 
 def datasets_of(source):
@@ -528,6 +537,11 @@ def training_inputs(wildcards):
     cfg = dataset_config(ds)
     train, val = cfg["train"], cfg["val"]
     settings = system_settings(paper, wildcards.system)
+    if settings.reverse_of:
+        raise ValueError(
+            f"{paper}.{wildcards.system} is the backward direction of {settings.reverse_of} "
+            f"(reverse_of): it has no training of its own; train {settings.reverse_of} on {tgt}-{src}"
+        )
     corpus = settings.corpus
     if corpus == "train":
         train_src, train_tgt = model_text(paper, ds, pair, train, src), model_text(
@@ -549,6 +563,7 @@ def training_inputs(wildcards):
         "src_vocab": vocab_file(paper, ds, pair, src),
         "tgt_vocab": vocab_file(paper, ds, pair, tgt),
         **resource_files(wildcards),
+        **{f"extra_{k}": v for k, v in train_extra_files(wildcards).items()},
     }
     if settings.init_from:
         model = path(
@@ -578,19 +593,76 @@ def training_inputs(wildcards):
     return inputs
 
 
+def run_path(value, wildcards):
+    """A configured path that may name the run's {paper}, {dataset}, {pair} and {seed}."""
+    keys = ("paper", "dataset", "pair", "seed")
+    return str(value).format_map(
+        {k: getattr(wildcards, k) for k in keys if hasattr(wildcards, k)}
+    )
+
+
 def resource_files(wildcards):
     """`resource_<name>` -> file of every resource the system declares (pretrained vectors or
-    weights, e.g. resources/<input>/<file> of a manifest input)."""
+    weights, e.g. resources/<input>/<file> of a manifest input; a path may name the run's
+    {paper}, {dataset}, {pair} and {seed}, e.g. a file another rule makes for this run)."""
     settings = system_settings(wildcards.paper, wildcards.system)
     return {
-        f"resource_{name}": str(value) for name, value in settings.resources.items()
+        f"resource_{name}": run_path(value, wildcards)
+        for name, value in settings.resources.items()
     }
 
 
 def train_resources(wildcards):
     """name -> file, as the trainer takes them (the same files as the rule's inputs)."""
     settings = system_settings(wildcards.paper, wildcards.system)
-    return {name: str(value) for name, value in settings.resources.items()}
+    return {
+        name: run_path(value, wildcards) for name, value in settings.resources.items()
+    }
+
+
+def align_file(paper, dataset, pair, split):
+    """The symmetrised word alignment of one split (the align stage)."""
+    if SETTINGS[paper].align is None:
+        raise ValueError(
+            f"{paper} has no `align` block in {SETTINGS[paper].path}: no alignment stage"
+        )
+    return path("align", paper=paper, dataset=dataset, pair=pair, split=split)
+
+
+def align_settings(wildcards):
+    settings = SETTINGS[wildcards.paper].align
+    if settings is None:
+        raise ValueError(
+            f"{wildcards.paper} has no `align` block in {SETTINGS[wildcards.paper].path}"
+        )
+    return as_plain(settings)
+
+
+def alignment_text(side, split=None):
+    """The text the align stage reads: the model's text of one side of the pair (the recipe's
+    tokens or subwords), of `split` (default: the wildcard's split; "train": the dataset's)."""
+
+    def get(wildcards):
+        ds, pair = wildcards.dataset, wildcards.pair
+        lang = pair.split("-")[0 if side == "src" else 1]
+        name = wildcards.split if split is None else dataset_config(ds)[split]
+        return model_text(wildcards.paper, ds, pair, name, lang)
+
+    return get
+
+
+def train_extra_files(wildcards):
+    """name -> file of every per-example extra the system reads in training (the trainer's
+    `train_extras`; the same files as the rule's `extra_<name>` inputs)."""
+    settings = system_settings(wildcards.paper, wildcards.system)
+    train = dataset_config(wildcards.dataset)["train"]
+    files = {}
+    for name in settings.extras:  # mmt_repro.settings.EXTRAS
+        if name == "align":
+            files[name] = align_file(
+                wildcards.paper, wildcards.dataset, wildcards.pair, train
+            )
+    return files
 
 
 def paper_imports(wildcards):
@@ -667,22 +739,47 @@ def train_model_name(wildcards):
 
 
 def train_model_config(wildcards):
-    return system_settings(wildcards.paper, wildcards.system).model_config
+    """The system's model config on this pair (its `by_pair` overrides applied)."""
+    return system_settings(wildcards.paper, wildcards.system).for_pair(wildcards.pair)[0]
 
 
 def train_train_config(wildcards):
-    cfg = dict(system_settings(wildcards.paper, wildcards.system).train)
+    cfg = dict(
+        system_settings(wildcards.paper, wildcards.system).for_pair(wildcards.pair)[1]
+    )
     cfg["seed"] = int(wildcards.seed)
     return cfg
 
 
-def translate_inputs(wildcards):
-    paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
+def reversed_pair(pair):
     src, tgt = pair.split("-")
+    return f"{tgt}-{src}"
+
+
+def decoded_model(wildcards):
+    """(system, pair, direction) of the checkpoint a run decodes: the system's own, or for a
+    `reverse_of` system its forward system's checkpoint of the reversed pair, backward."""
+    settings = system_settings(wildcards.paper, wildcards.system)
+    if settings.reverse_of:
+        return settings.reverse_of, reversed_pair(wildcards.pair), "backward"
+    return wildcards.system, wildcards.pair, "forward"
+
+
+def decode_direction(wildcards):
+    return decoded_model(wildcards)[2]
+
+
+def translate_inputs(wildcards):
+    """Checkpoint, source text in the model's form, vocabularies and features of a run; a
+    `reverse_of` system reads its forward system's checkpoint, text and vocabularies of the
+    reversed pair (the files that model was trained with)."""
+    paper, ds = wildcards.paper, wildcards.dataset
+    src, tgt = wildcards.pair.split("-")
+    system, pair, _ = decoded_model(wildcards)
     model = path(
         "model",
         paper=paper,
-        system=wildcards.system,
+        system=system,
         dataset=ds,
         pair=pair,
         seed=wildcards.seed,
@@ -935,7 +1032,10 @@ def make_table_inputs(wildcards):
 
 
 def analysis_inputs(wildcards):
-    """What a registered analysis reads: the attention dump, or translation and reference."""
+    """What a registered analysis reads: the attention dump, translation and reference, or the
+    model (checkpoint, the split's text on both sides in the model's form, vocabularies,
+    features, and the split's word alignment where the paper has an align stage); plus the
+    table's `files` (paths may name the run's {paper}, {dataset}, {pair} and {seed})."""
     t = analysis_table(wildcards)
     values = dict(
         paper=wildcards.paper,
@@ -945,11 +1045,24 @@ def analysis_inputs(wildcards):
         pair=wildcards.pair,
         seed=wildcards.seed,
     )
-    if t.get("inputs", "attention") == "attention":
-        return {"attention": path("attention", **values)}
+    extra = {k: run_path(v, wildcards) for k, v in (t.get("files") or {}).items()}
+    kind = t.get("inputs", "attention")
+    if kind == "attention":
+        return {"attention": path("attention", **values), **extra}
+    if kind == "model":
+        inputs = translate_inputs(wildcards)
+        system, pair, _ = decoded_model(wildcards)
+        paper, ds = wildcards.paper, wildcards.dataset
+        inputs["tgt"] = model_text(
+            paper, ds, pair, wildcards.split, wildcards.pair.split("-")[1]
+        )
+        if SETTINGS[paper].align is not None:
+            inputs["align"] = align_file(paper, ds, pair, wildcards.split)
+        return {**inputs, **extra}
     return {
         "hyp": path("translation", condition="congruent", **values),
         "ref": reference_text(wildcards),
+        **extra,
     }
 
 

@@ -26,6 +26,11 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
             ),
             labels=expand("results/data/{{dataset}}/labels/{split}.tsv", split=_splits),
             boxes=expand("results/data/{{dataset}}/boxes/{split}.json", split=_splits),
+            gold_align=[
+                f"results/data/{{dataset}}/align/{_split}.{_a}-{_b}.gold"
+                for _split in _splits
+                for _a, _b in grounded_gold_pairs(_langs)
+            ],
             images=directory("results/data/{dataset}/images"),
         log:
             "results/logs/generate_grounded/{dataset}.log",

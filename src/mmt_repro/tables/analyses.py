@@ -4,7 +4,12 @@ probes).
 
 A table of ``kind: analysis`` names ``analysis: <name>`` and what the analysis reads
 (``inputs: attention`` -- the greedy per-step dump of :func:`mmt_repro.decode.translate.dump_attention`
--- or ``inputs: translation`` -- the translation and its reference). The function registered as
+--, ``inputs: translation`` -- the translation and its reference -- or ``inputs: model`` -- the
+checkpoint (``checkpoint``), the split's text on both sides in the model's form (``src``,
+``tgt``), the vocabularies (``src_vocab``, ``tgt_vocab``), the features (``features_npy``,
+``features_index``) of multimodal systems and, where the paper has an align stage, the split's
+word alignment (``align``); Yang et al.'s VAD force-decodes both directions). A table's
+``files: {name: path}`` adds named inputs. The function registered as
 ``<paper>.<name>`` gets those files and returns ``{metric: {"value": float, "signature": str}}``;
 :func:`run_analysis` writes them as a score JSON that :func:`mmt_repro.tables.build.make_table`
 reads like any other score.
@@ -20,7 +25,7 @@ from pathlib import Path
 from ..io import atomic_write
 from ..settings import import_model_modules
 
-INPUT_KINDS = ("attention", "translation")
+INPUT_KINDS = ("attention", "translation", "model")
 
 
 @dataclass(frozen=True)
@@ -35,8 +40,9 @@ _ANALYSES: dict[str, Analysis] = {}
 
 def register_analysis(name: str, inputs: str) -> Callable:
     """Decorator: register ``func(files: dict[str, Path]) -> {metric: {value, signature}}`` as
-    ``name`` (``<paper>.<analysis>``). ``files`` holds ``attention`` (a dump), or ``hyp`` and
-    ``ref`` (translation and reference in the scoring form)."""
+    ``name`` (``<paper>.<analysis>``). ``files`` holds ``attention`` (a dump), ``hyp`` and
+    ``ref`` (translation and reference in the scoring form), or the model's files (see the
+    module docstring), and the table's own ``files``."""
     if inputs not in INPUT_KINDS:
         raise ValueError(f"analysis inputs {inputs!r}; valid: {', '.join(INPUT_KINDS)}")
 
