@@ -39,3 +39,29 @@ rule align:
         "../../envs/text.yaml"
     script:
         "../scripts/align.py"
+
+
+# Yang et al. 2020, section 4: the Transformer's decoder block "which performs the best in word
+# alignment", measured on validation data against the alignment above; systems with agreement
+# read the choice as their resource `alignment_layer`.
+rule select_alignment_layer:
+    input:
+        unpack(layer_selection_inputs),
+    output:
+        "results/align/{paper}/{dataset}.{pair}/layer.{system}.seed{seed}.json",
+    log:
+        "results/logs/select_alignment_layer/{paper}/{system}/{dataset}.{pair}.seed{seed}.log",
+    benchmark:
+        "results/benchmarks/select_alignment_layer/{paper}/{system}/{dataset}.{pair}.seed{seed}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    # Intra-op torch threads; Snakemake scales this down to --cores.
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=120,
+        gpu=gpu_count,
+    params:
+        device=config["device"],
+    script:
+        "../scripts/select_alignment_layer.py"

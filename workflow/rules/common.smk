@@ -223,7 +223,9 @@ def feature_files(dataset, feature_set, split):
         "features", dataset=dataset, feature_set=f"{feature_set}{std}", split=split
     )
     files = {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
-    if fs.get("kind", "grid") == "regions":
+    if fs.get("kind", "grid") == "regions" or (
+        fs.get("kind") == "pretrained" and fs.get("import") == "butd"
+    ):
         files["boxes"] = f"{stem}.boxes.npy"
     return files
 
@@ -594,11 +596,16 @@ def training_inputs(wildcards):
 
 
 def run_path(value, wildcards):
-    """A configured path that may name the run's {paper}, {dataset}, {pair} and {seed}."""
+    """A configured input path that may name the run's {paper}, {dataset}, {pair} and {seed}:
+    results/ and resources/ paths are the workflow's own; any other relative path is a file
+    of the repository (e.g. config/visual_agreement/visual_words.tsv)."""
     keys = ("paper", "dataset", "pair", "seed")
-    return str(value).format_map(
+    value = str(value).format_map(
         {k: getattr(wildcards, k) for k in keys if hasattr(wildcards, k)}
     )
+    if value.startswith(("results/", "resources/")):
+        return value
+    return str(repo_path(value))
 
 
 def resource_files(wildcards):
@@ -649,6 +656,29 @@ def alignment_text(side, split=None):
         return model_text(wildcards.paper, ds, pair, name, lang)
 
     return get
+
+
+def layer_selection_inputs(wildcards):
+    """The system's checkpoint with the validation split (both sides in the model's form, its
+    features and its word alignment)."""
+    paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
+    src, tgt = pair.split("-")
+    val = dataset_config(ds)["val"]
+    model = path(
+        "model", paper=paper, system=wildcards.system, dataset=ds, pair=pair, seed=wildcards.seed
+    )
+    inputs = {
+        "checkpoint": f"{model}.best.pt",
+        "src": model_text(paper, ds, pair, val, src),
+        "tgt": model_text(paper, ds, pair, val, tgt),
+        "src_vocab": vocab_file(paper, ds, pair, src),
+        "tgt_vocab": vocab_file(paper, ds, pair, tgt),
+        "align": align_file(paper, ds, pair, val),
+    }
+    if multimodal(paper, wildcards.system):
+        for kind, file in feature_files(ds, paper_features(paper, ds), val).items():
+            inputs[f"features_{kind}"] = file
+    return inputs
 
 
 def train_extra_files(wildcards):
@@ -906,6 +936,21 @@ def feature_sets_of(kinds):
     return "|".join(re.escape(n) for n in names) if names else "(?!)"
 
 
+def pretrained_sets(regions):
+    """A wildcard pattern matching the configured pretrained feature sets that are (regions=True)
+    or are not region stores: BUTD `obj36` imports write boxes beside the features."""
+    names = sorted(
+        {
+            name
+            for ds in config["datasets"].values()
+            for name, fs in (ds.get("features") or {}).items()
+            if fs.get("kind", "grid") == "pretrained"
+            and (fs.get("import") == "butd") == regions
+        }
+    )
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
 def feature_param(key, default=KeyError):
     """A feature-set setting; grid sets default extractor/layer to their name `extractor-layer`."""
 
@@ -1067,14 +1112,25 @@ def analysis_inputs(wildcards):
 
 
 def analysis_table(wildcards):
-    """The (first) enabled analysis table of this paper that names this analysis."""
-    for paper, _, t in enabled_tables():
+    """The (first) enabled analysis table of this paper that names this analysis, preferring
+    one on the run's dataset and pair that lists its system (tables may give their own `files`).
+    """
+    tables = [
+        t
+        for paper, _, t in enabled_tables()
+        if paper == wildcards.paper
+        and t.get("kind") == "analysis"
+        and t["analysis"] == wildcards.analysis
+    ]
+    for t in tables:
         if (
-            paper == wildcards.paper
-            and t.get("kind") == "analysis"
-            and t["analysis"] == wildcards.analysis
+            t["dataset"] == wildcards.dataset
+            and t["pair"] == wildcards.pair
+            and wildcards.system in t["systems"]
         ):
             return t
+    for t in tables:
+        return t
     raise ValueError(
         f"no enabled analysis table of {wildcards.paper} names analysis {wildcards.analysis!r}"
     )
@@ -1127,6 +1183,12 @@ def attention_dump_for_figure(wildcards):
 
 def figure_sentence(wildcards):
     return figure_block(wildcards).get("sentence", 0)
+
+
+def figure_plot(wildcards):
+    """What the attention figure draws: `attention` (source and image attention with beta,
+    Calixto et al. Fig. 2) or `beta` (beta per generated word, Yang et al. Fig. 4)."""
+    return figure_block(wildcards).get("plot", "attention")
 
 
 def multi30k_file(kind):

@@ -135,7 +135,7 @@ rule import_features:
     benchmark:
         "results/benchmarks/import_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("pretrained"),
+        feature_set=pretrained_sets(regions=False),
     conda:
         "../../envs/torch.yaml"
     params:
@@ -146,6 +146,30 @@ rule import_features:
         n_segments=feature_param("n_segments", None),
     script:
         "../scripts/import_features.py"
+
+
+# The official bottom-up-attention region features (BUTD obj36): features and boxes.
+rule import_regions:
+    input:
+        image_list="results/data/{dataset}/image_splits/{split}.txt",
+    output:
+        npy=f"{PATHS['features']}.npy",
+        boxes=f"{PATHS['features']}.boxes.npy",
+        index=f"{PATHS['features']}.index.parquet",
+    log:
+        "results/logs/import_regions/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/import_regions/{dataset}/{feature_set}/{split}.tsv"
+    wildcard_constraints:
+        feature_set=pretrained_sets(regions=True),
+    conda:
+        "../../envs/torch.yaml"
+    params:
+        kind=feature_param("import"),
+        src=pretrained_source,
+        max_boxes=feature_param("max_boxes", 36),
+    script:
+        "../scripts/import_regions.py"
 
 
 rule standardize_features:

@@ -109,5 +109,6 @@ rule plot_attention:
         "../../envs/eval.yaml"
     params:
         index=figure_sentence,
+        plot=figure_plot,
     script:
         "../scripts/plot_attention.py"

@@ -809,7 +809,8 @@ def select_alignment_layer(checkpoint, src, tgt, src_vocab, tgt_vocab, align, ou
 
 # ============================================================================ analyses
 def _read_visual_words(path) -> set[str]:
-    """Words marked visual in a ``word<TAB>lang<TAB>visual`` list (``visual`` = 1)."""
+    """Words marked visual in a ``word<TAB>lang<TAB>visual`` list (``visual`` = 1), lowercased
+    (looked up case-insensitively); ``#`` lines are comments."""
     from ..io import DataError, read_lines
 
     words = set()
@@ -820,7 +821,7 @@ def _read_visual_words(path) -> set[str]:
         if len(parts) < 3 or parts[2] not in ("0", "1"):
             raise DataError(path, f"line {k + 1} is not word<TAB>lang<TAB>0|1: {line!r}", "fix the visual word list")
         if parts[2] == "1":
-            words.add(parts[0])
+            words.add(parts[0].lower())
     return words
 
 
@@ -855,8 +856,9 @@ def vad_analysis(files: dict) -> dict:
         for k, i in enumerate(batch["ids"].tolist()):
             fwd[i], bwd[i] = f[k], b[k]
     words = _read_visual_words(files["visual_words"]) if "visual_words" in files else None
-    res = visual_agreement_distance(fwd, bwd, read_lines(files["align"]), read_lines(files["src"]),
-                                    read_lines(files["tgt"]), words)
+    lower = lambda path: [line.lower() for line in read_lines(path)]  # noqa: E731
+    res = visual_agreement_distance(fwd, bwd, read_lines(files["align"]), lower(files["src"]), lower(files["tgt"]),
+                                    words)
     sig = f"VAD|l1|teacher-forced reference|unique fast_align pairs:{res['n_pairs']}|n_sentences:{data.n_examples}"
     out = {"vad": {"value": round(res["vad"], 4), "signature": sig}}
     if words is not None:
@@ -880,7 +882,7 @@ def beta_words(files: dict) -> dict:
     vis, non = [], []
     for d in dumps:
         for tok, beta in zip(d["hyp_tokens"], d["beta"].tolist()):
-            (vis if tok in words else non).append(beta)
+            (vis if tok.lower() in words else non).append(beta)
     sig = f"beta|greedy|emitted words (no <eos>)|visual:{len(vis)}|non-visual:{len(non)}|n_sentences:{len(dumps)}"
     mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else float("nan")  # noqa: E731
     return {"beta_visual": {"value": mean(vis), "signature": sig}, "beta_non_visual": {"value": mean(non), "signature": sig}}
