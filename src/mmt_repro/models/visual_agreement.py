@@ -700,9 +700,6 @@ class _TransformerJoint(_JointModel):
             chosen = read_layer_choice(self.resources["alignment_layer"])
             layers = [chosen["forward"], chosen["backward"]]
             log.info("alignment layer from %s: forward %d, backward %d", self.resources["alignment_layer"], *layers)
-        if self.uses_visual and config.agreement != "none" and layers[0] is None:
-            raise ValueError("visual agreement on the Transformer needs the decoder block that aligns best: set "
-                             "align_layer, or declare the resource alignment_layer (rule select_alignment_layer)")
         # -1: not chosen (a model without agreement); kept in the checkpoint, so decoding and
         # the analyses know the block without the resource
         self.register_buffer("align_layers", torch.tensor([-1 if x is None else int(x) for x in layers]))
@@ -715,8 +712,12 @@ class _TransformerJoint(_JointModel):
         self.align_layers.copy_(torch.tensor([forward, backward]))
 
     def _teacher(self, direction, batch: dict, which: str) -> dict:
+        layer = self.layer(which)
+        if layer is None and self.training and self.uses_visual and self.config.agreement != "none":
+            raise ValueError("visual agreement on the Transformer needs the decoder block that aligns best: set "
+                             "align_layer, or declare the resource alignment_layer (rule select_alignment_layer)")
         return direction.teacher_forced(batch["src"], batch["src_len"], batch["tgt_in"], batch["tgt_out"],
-                                        batch.get("img"), batch.get("img_mask"), layer=self.layer(which))
+                                        batch.get("img"), batch.get("img_mask"), layer=layer)
 
     def step(self, enc: dict, state, prev: torch.Tensor):
         return self._dir().step(enc, state, prev, layer=self.layer(self.direction))
