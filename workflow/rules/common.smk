@@ -611,7 +611,8 @@ def run_path(value, wildcards):
 def resource_files(wildcards):
     """`resource_<name>` -> file of every resource the system declares (pretrained vectors or
     weights, e.g. resources/<input>/<file> of a manifest input; a path may name the run's
-    {paper}, {dataset}, {pair} and {seed}, e.g. a file another rule makes for this run)."""
+    {paper}, {dataset}, {pair} and {seed}, e.g. a file another rule makes for this run).
+    """
     settings = system_settings(wildcards.paper, wildcards.system)
     return {
         f"resource_{name}": run_path(value, wildcards)
@@ -647,7 +648,8 @@ def align_settings(wildcards):
 
 def alignment_text(side, split=None):
     """The text the align stage reads: the model's text of one side of the pair (the recipe's
-    tokens or subwords), of `split` (default: the wildcard's split; "train": the dataset's)."""
+    tokens or subwords), of `split` (default: the wildcard's split; "train": the dataset's).
+    """
 
     def get(wildcards):
         ds, pair = wildcards.dataset, wildcards.pair
@@ -665,7 +667,12 @@ def layer_selection_inputs(wildcards):
     src, tgt = pair.split("-")
     val = dataset_config(ds)["val"]
     model = path(
-        "model", paper=paper, system=wildcards.system, dataset=ds, pair=pair, seed=wildcards.seed
+        "model",
+        paper=paper,
+        system=wildcards.system,
+        dataset=ds,
+        pair=pair,
+        seed=wildcards.seed,
     )
     inputs = {
         "checkpoint": f"{model}.best.pt",
@@ -770,7 +777,9 @@ def train_model_name(wildcards):
 
 def train_model_config(wildcards):
     """The system's model config on this pair (its `by_pair` overrides applied)."""
-    return system_settings(wildcards.paper, wildcards.system).for_pair(wildcards.pair)[0]
+    return system_settings(wildcards.paper, wildcards.system).for_pair(wildcards.pair)[
+        0
+    ]
 
 
 def train_train_config(wildcards):
@@ -788,7 +797,8 @@ def reversed_pair(pair):
 
 def decoded_model(wildcards):
     """(system, pair, direction) of the checkpoint a run decodes: the system's own, or for a
-    `reverse_of` system its forward system's checkpoint of the reversed pair, backward."""
+    `reverse_of` system its forward system's checkpoint of the reversed pair, backward.
+    """
     settings = system_settings(wildcards.paper, wildcards.system)
     if settings.reverse_of:
         return settings.reverse_of, reversed_pair(wildcards.pair), "backward"
