@@ -172,6 +172,30 @@ rule import_regions:
         "../scripts/import_regions.py"
 
 
+# Constant features (`kind: constant`): a stand-in where the images are not available, e.g.
+# the CPU runs on real Multi30k text (no image information reaches the model).
+rule constant_features:
+    input:
+        image_list="results/data/{dataset}/image_splits/{split}.txt",
+    output:
+        npy=f"{PATHS['features']}.npy",
+        index=f"{PATHS['features']}.index.parquet",
+    log:
+        "results/logs/constant_features/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/constant_features/{dataset}/{feature_set}/{split}.tsv"
+    wildcard_constraints:
+        feature_set=feature_sets_of("constant"),
+    conda:
+        "../../envs/torch.yaml"
+    params:
+        n_regions=feature_param("max_boxes", 36),
+        dim=feature_param("dim", 2048),
+        value=feature_param("value", 0.0),
+    script:
+        "../scripts/constant_features.py"
+
+
 rule standardize_features:
     input:
         npy=f"{PATHS['features']}.npy",
