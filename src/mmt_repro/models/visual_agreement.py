@@ -465,6 +465,10 @@ class _TransformerDirection(nn.Module):
         self.final_norm = nn.LayerNorm(d) if c.pre_norm else None
         if visual:
             self.img_proj = nn.Linear(c.img_dim, d)
+            # not stated: LayerNorm after the projection puts the regions on the scale of the
+            # encoder's (layer-normalised) output; without it the image memory dominates the
+            # residual sum of the decoder blocks and the model ignores the text (measured)
+            self.img_norm = nn.LayerNorm(d)
             if c.co_attention:
                 self.M = nn.Parameter(torch.empty(c.subspaces, d, d))
                 nn.init.xavier_uniform_(self.M.view(-1, d))
@@ -478,7 +482,7 @@ class _TransformerDirection(nn.Module):
         if self.visual:
             if img is None:
                 raise ValueError("visual_agreement.transformer needs region features (batch['img'])")
-            V = self.img_proj(img)
+            V = F.dropout(self.img_norm(self.img_proj(img)), self.c.dropout, self.training)
             v_mask = img_mask if img_mask is not None else torch.ones(V.shape[:2], dtype=torch.bool, device=V.device)
             enc.update(V=V, v_mask=v_mask)
             if self.c.co_attention:
@@ -816,7 +820,7 @@ def _read_visual_words(path) -> set[str]:
 
     words = set()
     for k, line in enumerate(read_lines(path)):
-        if not line.strip() or line.startswith("#") or k == 0 and line.startswith("word\t"):
+        if not line.strip() or line.startswith("#") or line.startswith("word\t"):
             continue
         parts = line.split("\t")
         if len(parts) < 3 or parts[2] not in ("0", "1"):
