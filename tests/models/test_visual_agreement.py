@@ -262,3 +262,27 @@ def test_transformer_alignment_block_comes_from_the_resource_and_the_checkpoint(
     path = save_checkpoint(tmp_path / "m.pt", model, {"src": "a", "tgt": "b"})
     again, _ = load_model(path)  # no resources when decoding: the block is in the weights
     assert (again.layer("forward"), again.layer("backward")) == (1, 0)
+
+
+def test_select_alignment_layer_scores_every_block_and_records_the_best(tmp_path):
+    import json
+
+    from mmt_repro.models.visual_agreement import select_alignment_layer
+    from mmt_repro.text.vocab import Vocab
+
+    (tmp_path / "x.en").write_text("a red circle .\ntwo blue squares .\n")
+    (tmp_path / "x.de").write_text("ein roter kreis .\nzwei blaue quadrate .\n")
+    (tmp_path / "x.align").write_text("0-0 1-1 2-2 3-3\n0-0 1-1 2-2 3-3\n")
+    sv, tv = Vocab.build([tmp_path / "x.en"]), Vocab.build([tmp_path / "x.de"])
+    sv.save(tmp_path / "en.json")
+    tv.save(tmp_path / "de.json")
+    torch.manual_seed(0)
+    model = build_model("visual_agreement.transformer_text", {**TF, "dec_layers": 3}, Vocabs.of(sv, tv))
+    save_checkpoint(tmp_path / "m.pt", model, {"src": sv.fingerprint(), "tgt": tv.fingerprint()})
+    out = select_alignment_layer(tmp_path / "m.pt", tmp_path / "x.en", tmp_path / "x.de", tmp_path / "en.json",
+                                 tmp_path / "de.json", tmp_path / "x.align", tmp_path / "layer.json")
+    saved = json.loads((tmp_path / "layer.json").read_text())
+    for direction in ("forward", "backward"):
+        aer = saved[direction]["aer"]
+        assert len(aer) == 3 and all(0.0 <= a <= 1.0 for a in aer)
+        assert saved[direction]["layer"] == min(range(3), key=lambda k: (aer[k], k)) == out[direction]["layer"]
