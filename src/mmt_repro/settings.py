@@ -12,9 +12,13 @@ A paper file has these blocks; each is checked here, with unknown keys named:
 ``scoring``         :class:`ScoringSettings`: metrics, BLEU variant and tokenisation, METEOR
                     language, the shuffled-image seed
 ``backtranslation`` :class:`BacktranslationSettings`, only for papers that back-translate
+``align``           :class:`AlignSettings`, only for papers whose models read word alignments
+                    (the DAG's alignment stage, ``workflow/rules/align.smk``)
 ``systems``         ``<name>:`` :class:`SystemSettings` (model key, visual input, model and
                     training configs (:class:`TrainConfig`), corpus, init_from, declared
-                    resources, feature options, decode)
+                    resources, feature options, decode, per-example extras, per-pair
+                    overrides, or ``reverse_of``: the backward direction of another system's
+                    checkpoint)
 ``word_vectors``    :class:`WordVectorSettings`, only for papers that read pretrained word
                     vectors (the official files, or vectors trained in the workflow)
 ==================  =========================================================================
@@ -178,6 +182,29 @@ class BacktranslationSettings:
 
 
 @dataclass
+class AlignSettings:
+    """The alignment stage: fast_align on the paper's training text, both directions,
+    symmetrised (:mod:`mmt_repro.text.align`)."""
+
+    tool: str = "fast_align"  # the aligner (fast_align, through the systran-align binding)
+    iterations: int = 5  # EM iterations of each direction (fast_align's default -I 5)
+    favor_diagonal: bool = True  # fast_align -d: the diagonal prior
+    optimize_tension: bool = True  # fast_align -o: learn the diagonal tension
+    variational_bayes: bool = True  # fast_align -v: Dirichlet prior on the translation table
+
+    def __post_init__(self):
+        if self.tool != "fast_align":
+            raise ValueError(f"unknown aligner {self.tool!r}; valid: fast_align")
+        if self.iterations < 1:
+            raise ValueError(f"iterations must be >= 1, got {self.iterations}")
+
+
+#: Per-example extras a system may ask the trainer for (``extras``): name -> what it is.
+EXTRAS = {"align": "the word alignment of each training pair (Pharaoh line, source index first; the align stage)"}
+DIRECTIONS = ("forward", "backward")
+
+
+@dataclass
 class SystemSettings:
     """One system of a paper's table."""
 
@@ -195,13 +222,24 @@ class SystemSettings:
     # processing of the table's feature set changed for this system, e.g. {center: false}
     # (Hirasawa et al.'s "- Debias": the same features without the centroid subtracted)
     feature_options: dict = field(default_factory=dict)
+    extras: list = field(default_factory=list)  # per-example extras the model reads in training (EXTRAS)
+    by_pair: dict = field(default_factory=dict)  # pair -> {model_config: {...}, train: {...}} merged on top
+    # The backward direction of another system: no training of its own; its translations decode
+    # that system's checkpoint of the reversed pair (model trained on en-de -> this system on de-en)
+    # with direction "backward" (the model must list it in its `directions`).
+    reverse_of: str | None = None
+
+    def for_pair(self, pair: str) -> tuple[dict, dict]:
+        """(model_config, train) of this system on language pair ``pair`` (``by_pair`` applied)."""
+        over = self.by_pair.get(pair) or {}
+        return {**self.model_config, **(over.get("model_config") or {})}, {**self.train, **(over.get("train") or {})}
 
 
 #: Feature-set keys a system may change in ``feature_options`` (processing of the extracted
 #: store, not the extraction itself).
 FEATURE_OPTION_KEYS = ("center", "standardize")
 #: Placeholders a resource path may use.
-RESOURCE_WILDCARDS = ("paper", "system", "dataset", "pair", "src", "tgt")
+RESOURCE_WILDCARDS = ("paper", "system", "dataset", "pair", "src", "tgt", "seed")
 
 
 @dataclass
@@ -269,6 +307,7 @@ class PaperSettings:
     description: str = ""
     imports: list[str] = field(default_factory=list)
     word_vectors: WordVectorSettings | None = None
+    align: AlignSettings | None = None
 
     def system(self, name: str) -> SystemSettings:
         if name not in self.systems:
@@ -293,6 +332,8 @@ class PaperSettings:
             system = self.system(name)
             if system.init_from:
                 todo.append(system.init_from)
+            if system.reverse_of:  # decodes that system's checkpoint backward
+                todo.append(system.reverse_of)
             if system.corpus == "backtranslated" and self.backtranslation is not None:
                 todo.append(self.backtranslation.reverse_system)
         return seen
@@ -328,7 +369,8 @@ class PaperSettings:
         return parts or [CorpusPart("train", None, train_split, (src, tgt))]
 
 
-_TOP_KEYS = ("description", "imports", "recipe", "decode", "scoring", "backtranslation", "systems", "word_vectors")
+_TOP_KEYS = ("description", "imports", "recipe", "decode", "scoring", "backtranslation", "align", "systems",
+             "word_vectors")
 
 
 def _block(cls, values, where: str):
@@ -359,13 +401,20 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
     except ValueError as err:
         raise ConfigError(f"{path}: recipe: {err}") from err
     systems = {}
-    for name, block in (data.get("systems") or {}).items():
+    blocks = data.get("systems") or {}
+    for name, block in blocks.items():
         where = f"{path}: system '{name}'"
+        block = _reverse_block(name, block, blocks, where)
         system = _block(SystemSettings, block, where)
         if system.visual not in VISUAL_KINDS:
             raise ConfigError(f"{where}: visual {system.visual!r}; valid: {', '.join(VISUAL_KINDS)}")
         try:
             make_train_config(system.train)
+            for pair, over in system.by_pair.items():
+                bad = sorted(set(over or {}) - {"model_config", "train"})
+                if bad:
+                    raise ValueError(f"by_pair.{pair}: unknown key(s) {bad}; valid: model_config, train")
+                make_train_config(system.for_pair(pair)[1])
             _block(DecodeSettings, system.decode, f"{where} decode")
         except ValueError as err:
             raise ConfigError(f"{where}: {err}") from err
@@ -378,12 +427,18 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
             except (KeyError, IndexError, ValueError) as err:
                 raise ConfigError(f"{where}: resource {res_name} {res_path!r} names an unknown placeholder ({err}); "
                                   f"valid: {', '.join('{' + k + '}' for k in RESOURCE_WILDCARDS)}") from err
+        unknown_extras = sorted(set(system.extras) - set(EXTRAS))
+        if unknown_extras:
+            raise ConfigError(f"{where}: unknown extras {unknown_extras}; valid: {', '.join(EXTRAS)}")
+        if "align" in system.extras and data.get("align") is None:
+            raise ConfigError(f"{where}: reads word alignments (extras: [align]) but {path} has no `align` block")
         systems[name] = system
     for name, system in systems.items():
         if system.init_from and system.init_from not in systems:
             raise ConfigError(f"{path}: system '{name}' is initialised from unknown system '{system.init_from}'")
     bt = data.get("backtranslation")
     wv = data.get("word_vectors")
+    al = data.get("align")
     settings = PaperSettings(
         paper=paper,
         path=source,
@@ -395,11 +450,35 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
         description=data.get("description", ""),
         imports=list(data.get("imports") or []),
         word_vectors=None if wv is None else _block(WordVectorSettings, wv, f"{path}: word_vectors"),
+        align=None if al is None else _block(AlignSettings, al, f"{path}: align"),
     )
     if settings.backtranslation and settings.backtranslation.reverse_system not in systems:
         raise ConfigError(f"{path}: backtranslation.reverse_system {settings.backtranslation.reverse_system!r} "
                           f"is not a system; systems: {', '.join(systems)}")
     return settings
+
+
+def _reverse_block(name: str, block: dict, blocks: dict, where: str) -> dict:
+    """A ``reverse_of`` system takes model, visual input and model config from its forward
+    system (it decodes that system's checkpoint); it trains nothing of its own."""
+    block = dict(block or {})
+    target = block.get("reverse_of")
+    if target is None:
+        return block
+    if target not in blocks:
+        raise ConfigError(f"{where}: reverse_of names unknown system {target!r}; systems: {', '.join(blocks)}")
+    if (blocks[target] or {}).get("reverse_of"):
+        raise ConfigError(f"{where}: reverse_of {target!r}, which is itself a reverse system; name the forward one")
+    own = sorted(set(block) & {"model", "visual", "model_config", "train", "corpus", "init_from", "resources",
+                              "extras", "by_pair"})
+    if own:
+        raise ConfigError(f"{where}: a reverse_of system decodes {target!r}'s checkpoint and trains nothing; "
+                          f"drop {own}")
+    src = blocks[target] or {}
+    for key in ("model", "visual", "model_config"):
+        if key in src:
+            block[key] = src[key]
+    return block
 
 
 def import_model_modules(modules: list[str] | tuple[str, ...] = ()) -> None:
@@ -432,6 +511,14 @@ def check_model_configs(settings: PaperSettings, only: str | None = None) -> Non
         if cls.visual != system.visual:
             raise ConfigError(f"{where}: visual is {system.visual!r} but model {system.model} reads "
                               f"{cls.visual!r}; set `visual: {cls.visual}`")
+        try:
+            for pair in system.by_pair:
+                make_config(system.model, system.for_pair(pair)[0])
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"{where}: by_pair: {err}") from err
+        if system.reverse_of and "backward" not in cls.directions:
+            raise ConfigError(f"{where}: reverse_of {system.reverse_of!r}, but model {system.model} decodes only "
+                              f"{', '.join(cls.directions)}: it holds no backward model")
 
 
 def as_plain(obj: Any) -> Any:

@@ -115,8 +115,11 @@ def expected_models(config: dict) -> set[str]:
             while todo:
                 system = settings.system(todo.pop())
                 name = next(k for k, v in settings.systems.items() if v is system)
+                pair = table["pair"]
+                if system.reverse_of:  # decodes its forward system's checkpoint of the reversed pair
+                    name, pair = system.reverse_of, "-".join(reversed(pair.split("-")))
                 for seed in table["seeds"]:
-                    wanted.add(f"{paper}/{name}/{table['dataset']}.{table['pair']}.seed{seed}")
+                    wanted.add(f"{paper}/{name}/{table['dataset']}.{pair}.seed{seed}")
                 if system.init_from:
                     todo.append(system.init_from)
                 if system.corpus == "backtranslated":

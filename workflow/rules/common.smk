@@ -74,6 +74,8 @@ PATHS = {
     "significance": "results/significance/{paper}/{table}.json",
     "word_vectors": "results/embeddings/{paper}/fasttext/{dataset}.{lang}.vec",
     "embedding_table": "results/embeddings/{paper}/{dataset}.{pair}.{lang}",  # + .npy, .json
+    "align": "results/align/{paper}/{dataset}.{pair}/{split}.align",  # Pharaoh i-j, symmetrised
+    "align_model": "results/align/{paper}/{dataset}.{pair}/model",  # + .fwd, .bwd (fast_align tables)
     "table": "results/tables/{paper}/{table}.tsv",
     "figure": "results/figures/{paper}/{table}.{figure}",
 }
@@ -119,6 +121,13 @@ COMPARABLE_PER_IMAGE = max(
     [s.backtranslation.descriptions for s in SETTINGS.values() if s.backtranslation]
     or [1]
 )
+
+
+def grounded_gold_pairs(langs):
+    """The language pairs the grounded generator writes gold alignments for (langs order)."""
+    from mmt_repro.data.grounded import gold_pairs
+
+    return gold_pairs(langs)
 
 
 def datasets_of(source):
@@ -228,7 +237,9 @@ def feature_files(dataset, feature_set, split, options=None):
         "features", dataset=dataset, feature_set=f"{feature_set}{suffix}", split=split
     )
     files = {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
-    if fs.get("kind", "grid") == "regions":
+    if fs.get("kind", "grid") == "regions" or (
+        fs.get("kind") == "pretrained" and fs.get("import") == "butd"
+    ):
         files["boxes"] = f"{stem}.boxes.npy"
     return files
 
@@ -710,6 +721,11 @@ def training_inputs(wildcards):
     cfg = dataset_config(ds)
     train, val = cfg["train"], cfg["val"]
     settings = system_settings(paper, wildcards.system)
+    if settings.reverse_of:
+        raise ValueError(
+            f"{paper}.{wildcards.system} is the backward direction of {settings.reverse_of} "
+            f"(reverse_of): it has no training of its own; train {settings.reverse_of} on {tgt}-{src}"
+        )
     corpus = settings.corpus
     if corpus == "train":
         train_src, train_tgt = model_text(paper, ds, pair, train, src), model_text(
@@ -731,6 +747,7 @@ def training_inputs(wildcards):
         "src_vocab": vocab_file(paper, ds, pair, src),
         "tgt_vocab": vocab_file(paper, ds, pair, tgt),
         **resource_files(wildcards),
+        **{f"extra_{k}": v for k, v in train_extra_files(wildcards).items()},
     }
     if settings.init_from:
         model = path(
@@ -761,22 +778,31 @@ def training_inputs(wildcards):
     return inputs
 
 
+def run_path(value, wildcards):
+    """A configured input path that may name the run's {paper}, {system}, {dataset}, {pair},
+    {src}, {tgt} and {seed}: results/ and resources/ paths are the workflow's own; any other
+    relative path is a file of the repository (e.g. config/visual_agreement/visual_words.tsv).
+    """
+    values = {
+        k: getattr(wildcards, k)
+        for k in ("paper", "system", "dataset", "pair", "seed")
+        if hasattr(wildcards, k)
+    }
+    if "pair" in values:
+        values["src"], values["tgt"] = values["pair"].split("-")
+    value = str(value).format_map(values)
+    if value.startswith(("results/", "resources/")):
+        return value
+    return str(repo_path(value))
+
+
 def resource_paths(wildcards):
     """name -> file of every resource the system declares (pretrained vectors or weights,
     e.g. resources/<input>/<file> of a manifest input, or a table the workflow builds), with
-    the run's {paper}, {system}, {dataset}, {pair}, {src} and {tgt} filled in."""
+    the run's placeholders filled in (run_path)."""
     settings = system_settings(wildcards.paper, wildcards.system)
-    src, tgt = wildcards.pair.split("-")
-    values = dict(
-        paper=wildcards.paper,
-        system=wildcards.system,
-        dataset=wildcards.dataset,
-        pair=wildcards.pair,
-        src=src,
-        tgt=tgt,
-    )
     return {
-        name: str(value).format(**values) for name, value in settings.resources.items()
+        name: run_path(value, wildcards) for name, value in settings.resources.items()
     }
 
 
@@ -790,6 +816,80 @@ def resource_files(wildcards):
 def train_resources(wildcards):
     """name -> file, as the trainer takes them (the same files as the rule's inputs)."""
     return resource_paths(wildcards)
+
+
+def align_file(paper, dataset, pair, split):
+    """The symmetrised word alignment of one split (the align stage)."""
+    if SETTINGS[paper].align is None:
+        raise ValueError(
+            f"{paper} has no `align` block in {SETTINGS[paper].path}: no alignment stage"
+        )
+    return path("align", paper=paper, dataset=dataset, pair=pair, split=split)
+
+
+def align_settings(wildcards):
+    settings = SETTINGS[wildcards.paper].align
+    if settings is None:
+        raise ValueError(
+            f"{wildcards.paper} has no `align` block in {SETTINGS[wildcards.paper].path}"
+        )
+    return as_plain(settings)
+
+
+def alignment_text(side, split=None):
+    """The text the align stage reads: the model's text of one side of the pair (the recipe's
+    tokens or subwords), of `split` (default: the wildcard's split; "train": the dataset's).
+    """
+
+    def get(wildcards):
+        ds, pair = wildcards.dataset, wildcards.pair
+        lang = pair.split("-")[0 if side == "src" else 1]
+        name = wildcards.split if split is None else dataset_config(ds)[split]
+        return model_text(wildcards.paper, ds, pair, name, lang)
+
+    return get
+
+
+def layer_selection_inputs(wildcards):
+    """The system's checkpoint with the validation split (both sides in the model's form, its
+    features and its word alignment)."""
+    paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
+    src, tgt = pair.split("-")
+    val = dataset_config(ds)["val"]
+    model = path(
+        "model",
+        paper=paper,
+        system=wildcards.system,
+        dataset=ds,
+        pair=pair,
+        seed=wildcards.seed,
+    )
+    inputs = {
+        "checkpoint": f"{model}.best.pt",
+        "src": model_text(paper, ds, pair, val, src),
+        "tgt": model_text(paper, ds, pair, val, tgt),
+        "src_vocab": vocab_file(paper, ds, pair, src),
+        "tgt_vocab": vocab_file(paper, ds, pair, tgt),
+        "align": align_file(paper, ds, pair, val),
+    }
+    if multimodal(paper, wildcards.system):
+        for kind, file in feature_files(ds, paper_features(paper, ds), val).items():
+            inputs[f"features_{kind}"] = file
+    return inputs
+
+
+def train_extra_files(wildcards):
+    """name -> file of every per-example extra the system reads in training (the trainer's
+    `train_extras`; the same files as the rule's `extra_<name>` inputs)."""
+    settings = system_settings(wildcards.paper, wildcards.system)
+    train = dataset_config(wildcards.dataset)["train"]
+    files = {}
+    for name in settings.extras:  # mmt_repro.settings.EXTRAS
+        if name == "align":
+            files[name] = align_file(
+                wildcards.paper, wildcards.dataset, wildcards.pair, train
+            )
+    return files
 
 
 def paper_imports(wildcards):
@@ -872,22 +972,50 @@ def train_model_name(wildcards):
 
 
 def train_model_config(wildcards):
-    return system_settings(wildcards.paper, wildcards.system).model_config
+    """The system's model config on this pair (its `by_pair` overrides applied)."""
+    return system_settings(wildcards.paper, wildcards.system).for_pair(wildcards.pair)[
+        0
+    ]
 
 
 def train_train_config(wildcards):
-    cfg = dict(system_settings(wildcards.paper, wildcards.system).train)
+    cfg = dict(
+        system_settings(wildcards.paper, wildcards.system).for_pair(wildcards.pair)[1]
+    )
     cfg["seed"] = int(wildcards.seed)
     return cfg
 
 
-def translate_inputs(wildcards):
-    paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
+def reversed_pair(pair):
     src, tgt = pair.split("-")
+    return f"{tgt}-{src}"
+
+
+def decoded_model(wildcards):
+    """(system, pair, direction) of the checkpoint a run decodes: the system's own, or for a
+    `reverse_of` system its forward system's checkpoint of the reversed pair, backward.
+    """
+    settings = system_settings(wildcards.paper, wildcards.system)
+    if settings.reverse_of:
+        return settings.reverse_of, reversed_pair(wildcards.pair), "backward"
+    return wildcards.system, wildcards.pair, "forward"
+
+
+def decode_direction(wildcards):
+    return decoded_model(wildcards)[2]
+
+
+def translate_inputs(wildcards):
+    """Checkpoint, source text in the model's form, vocabularies and features of a run; a
+    `reverse_of` system reads its forward system's checkpoint, text and vocabularies of the
+    reversed pair (the files that model was trained with)."""
+    paper, ds = wildcards.paper, wildcards.dataset
+    src, tgt = wildcards.pair.split("-")
+    system, pair, _ = decoded_model(wildcards)
     model = path(
         "model",
         paper=paper,
-        system=wildcards.system,
+        system=system,
         dataset=ds,
         pair=pair,
         seed=wildcards.seed,
@@ -1014,6 +1142,21 @@ def feature_sets_of(kinds):
             for ds in config["datasets"].values()
             for name, fs in (ds.get("features") or {}).items()
             if fs.get("kind", "grid") in wanted
+        }
+    )
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+def pretrained_sets(regions):
+    """A wildcard pattern matching the configured pretrained feature sets that are (regions=True)
+    or are not region stores: BUTD `obj36` imports write boxes beside the features."""
+    names = sorted(
+        {
+            name
+            for ds in config["datasets"].values()
+            for name, fs in (ds.get("features") or {}).items()
+            if fs.get("kind", "grid") == "pretrained"
+            and (fs.get("import") == "butd") == regions
         }
     )
     return "|".join(re.escape(n) for n in names) if names else "(?!)"
@@ -1248,7 +1391,10 @@ def make_table_inputs(wildcards):
 
 
 def analysis_inputs(wildcards):
-    """What a registered analysis reads: the attention dump, or translation and reference."""
+    """What a registered analysis reads: the attention dump, translation and reference, or the
+    model (checkpoint, the split's text on both sides in the model's form, vocabularies,
+    features, and the split's word alignment where the paper has an align stage); plus the
+    table's `files` (paths may name the run's {paper}, {dataset}, {pair} and {seed})."""
     t = analysis_table(wildcards)
     values = dict(
         paper=wildcards.paper,
@@ -1258,16 +1404,24 @@ def analysis_inputs(wildcards):
         pair=wildcards.pair,
         seed=wildcards.seed,
     )
+    extra = {k: run_path(v, wildcards) for k, v in (t.get("files") or {}).items()}
     kind = t.get("inputs", "attention")
     if kind == "attention":
-        return {"attention": path("attention", **values)}
-    if (
-        kind == "model"
-    ):  # the inputs of translating: checkpoint, source, vocabularies, features
-        return translate_inputs(wildcards)
+        return {"attention": path("attention", **values), **extra}
+    if kind == "model":
+        inputs = translate_inputs(wildcards)
+        system, pair, _ = decoded_model(wildcards)
+        paper, ds = wildcards.paper, wildcards.dataset
+        inputs["tgt"] = model_text(
+            paper, ds, pair, wildcards.split, wildcards.pair.split("-")[1]
+        )
+        if SETTINGS[paper].align is not None:
+            inputs["align"] = align_file(paper, ds, pair, wildcards.split)
+        return {**inputs, **extra}
     files = {
         "hyp": path("translation", condition="congruent", **values),
         "ref": reference_text(wildcards),
+        **extra,
     }
     if kind == "translation_train":  # + the target side of the training corpus
         ds, tgt = wildcards.dataset, wildcards.pair.split("-")[1]
@@ -1278,14 +1432,25 @@ def analysis_inputs(wildcards):
 
 
 def analysis_table(wildcards):
-    """The (first) enabled analysis table of this paper that names this analysis."""
-    for paper, _, t in enabled_tables():
+    """The (first) enabled analysis table of this paper that names this analysis, preferring
+    one on the run's dataset and pair that lists its system (tables may give their own `files`).
+    """
+    tables = [
+        t
+        for paper, _, t in enabled_tables()
+        if paper == wildcards.paper
+        and t.get("kind") == "analysis"
+        and t["analysis"] == wildcards.analysis
+    ]
+    for t in tables:
         if (
-            paper == wildcards.paper
-            and t.get("kind") == "analysis"
-            and t["analysis"] == wildcards.analysis
+            t["dataset"] == wildcards.dataset
+            and t["pair"] == wildcards.pair
+            and wildcards.system in t["systems"]
         ):
             return t
+    for t in tables:
+        return t
     raise ValueError(
         f"no enabled analysis table of {wildcards.paper} names analysis {wildcards.analysis!r}"
     )
@@ -1338,6 +1503,12 @@ def attention_dump_for_figure(wildcards):
 
 def figure_sentence(wildcards):
     return figure_block(wildcards).get("sentence", 0)
+
+
+def figure_plot(wildcards):
+    """What the attention figure draws: `attention` (source and image attention with beta,
+    Calixto et al. Fig. 2) or `beta` (beta per generated word, Yang et al. Fig. 4)."""
+    return figure_block(wildcards).get("plot", "attention")
 
 
 def multi30k_file(kind):

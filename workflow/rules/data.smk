@@ -22,6 +22,11 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
             image_lists=expand(PATHS["image_list"], split=_splits, allow_missing=True),
             labels=expand(PATHS["labels"], split=_splits, allow_missing=True),
             boxes=expand(PATHS["given_boxes"], split=_splits, allow_missing=True),
+            gold_align=[
+                f"results/data/{{dataset}}/align/{_split}.{_a}-{_b}.gold"
+                for _split in _splits
+                for _a, _b in grounded_gold_pairs(_langs)
+            ],
             images=directory(PATHS["images"]),
         log:
             "results/logs/generate_grounded/{dataset}.log",

@@ -24,6 +24,7 @@ rule translate:
         decode=decode_settings,
         subword=target_subword,
         shuffle_seed=shuffle_seed,
+        direction=decode_direction,
         device=config["device"],
     script:
         "../scripts/translate.py"

@@ -42,6 +42,7 @@ rule dump_attention:
         gpu=gpu_count,
     params:
         decode=decode_settings,
+        direction=decode_direction,
         device=config["device"],
     script:
         "../scripts/dump_attention.py"

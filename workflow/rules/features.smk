@@ -136,7 +136,7 @@ rule import_features:
     benchmark:
         "results/benchmarks/import_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("pretrained"),
+        feature_set=pretrained_sets(regions=False),
     conda:
         "../../envs/torch.yaml"
     params:
@@ -147,6 +147,54 @@ rule import_features:
         n_segments=feature_param("n_segments", None),
     script:
         "../scripts/import_features.py"
+
+
+# The official bottom-up-attention region features (BUTD obj36): features and boxes.
+rule import_regions:
+    input:
+        image_list="results/data/{dataset}/image_splits/{split}.txt",
+    output:
+        npy=f"{PATHS['features']}.npy",
+        boxes=f"{PATHS['features']}.boxes.npy",
+        index=f"{PATHS['features']}.index.parquet",
+    log:
+        "results/logs/import_regions/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/import_regions/{dataset}/{feature_set}/{split}.tsv"
+    wildcard_constraints:
+        feature_set=pretrained_sets(regions=True),
+    conda:
+        "../../envs/torch.yaml"
+    params:
+        kind=feature_param("import"),
+        src=pretrained_source,
+        max_boxes=feature_param("max_boxes", 36),
+    script:
+        "../scripts/import_regions.py"
+
+
+# Constant features (`kind: constant`): a stand-in where the images are not available, e.g.
+# the CPU runs on real Multi30k text (no image information reaches the model).
+rule constant_features:
+    input:
+        image_list="results/data/{dataset}/image_splits/{split}.txt",
+    output:
+        npy=f"{PATHS['features']}.npy",
+        index=f"{PATHS['features']}.index.parquet",
+    log:
+        "results/logs/constant_features/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/constant_features/{dataset}/{feature_set}/{split}.tsv"
+    wildcard_constraints:
+        feature_set=feature_sets_of("constant"),
+    conda:
+        "../../envs/torch.yaml"
+    params:
+        n_regions=feature_param("max_boxes", 36),
+        dim=feature_param("dim", 2048),
+        value=feature_param("value", 0.0),
+    script:
+        "../scripts/constant_features.py"
 
 
 rule standardize_features:

@@ -111,6 +111,7 @@ rule plot_attention:
         "../../envs/eval.yaml"
     params:
         index=figure_sentence,
+        plot=figure_plot,
     script:
         "../scripts/plot_attention.py"
 

@@ -25,6 +25,7 @@ rule train_model:
         train_config=train_train_config,
         subword=target_subword,
         resources=train_resources,
+        extras=train_extra_files,
         imports=paper_imports,
         last=f"{PATHS['model']}.last.pt",
         device=config["device"],

@@ -16,5 +16,6 @@ run_step(
     features_npy=inp.get("features_npy"),
     features_index=inp.get("features_index"),
     decode=dict(snakemake.params.decode),
+    direction=snakemake.params.direction,
     device=snakemake.params.device,
 )

@@ -29,4 +29,5 @@ run_step(
     subword=snakemake.params.subword,
     resources=dict(snakemake.params.resources),
     imports=list(snakemake.params.imports),
+    train_extras=dict(snakemake.params.extras),
 )

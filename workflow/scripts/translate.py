@@ -19,5 +19,6 @@ run_step(
     decode=dict(snakemake.params.decode),
     subword=snakemake.params.subword,
     shuffle_images_seed=snakemake.params.shuffle_seed,
+    direction=snakemake.params.direction,
     device=snakemake.params.device,
 )

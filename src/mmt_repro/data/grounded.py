@@ -32,10 +32,25 @@ Output of :func:`generate_grounded` under ``out_dir``::
     boxes/{split}.json         ``{image: [[x1, y1, x2, y2], ...]}``: each object's tight box in
                                pixels, for region features of the known objects
                                (``boxes: given`` in a regions feature set)
+    align/{split}.{a}-{b}.gold gold word alignment of the ``a`` and ``b`` captions (every pair
+                               of languages in ``langs`` order, e.g. en-de, en-fr, de-fr): one
+                               line per caption, ``i-j`` a sure link and ``i?j`` a possible one
+                               (Och and Ney 2003), word ``i`` of ``a`` and ``j`` of ``b``
+                               (:func:`gold_alignment`; scored by :func:`mmt_repro.text.align.aer`)
     README.txt                 what the generator does, with the settings and statistics
 
+The generator knows which word renders which: each caption word carries the concepts it states
+(the count, the colour, the shape, a word of the sentence frame or of the location phrase), and
+two words of a pair of captions are linked when they state the same concept: surely when both
+words state it themselves (``kreis`` - ``circle``, ``rechts`` - ``right``), possibly when one of
+them is only part of a phrase stating it (``on the`` - ``links``, ``there is`` - ``es gibt``).
+A vague English word is linked to the word it stands for (``shapes`` - ``kreise``, ``some`` -
+``zwei``); a German or French word for a hidden attribute that English leaves out entirely
+stays unlinked.
+
 The output is a pure function of ``(sizes, seed, image_size, langs, hide_prob)``: the same
-arguments give byte-identical files. Each split draws from its own random stream (seeded by
+arguments give byte-identical files (the gold alignments were added later; every file that
+existed before is byte-identical to what it was). Each split draws from its own random stream (seeded by
 the seed and the split name), so changing one split's size leaves the other splits unchanged.
 """
 
@@ -240,6 +255,93 @@ def caption(ex: Example, lang: str) -> str:
 
 
 # --------------------------------------------------------------------------------------
+# Gold word alignment
+# --------------------------------------------------------------------------------------
+
+# Each caption word carries {concept: "S" | "P"}: S when the word itself states the concept,
+# P when it is only part of a phrase that does. Words of two captions sharing a concept are
+# linked, surely when both are S for it (see gold_alignment).
+_S, _P = "S", "P"
+_FRAME_TAGS = {  # frame -> language -> tags of the frame's words before the noun phrase (or after it)
+    "there_is": {"en": [{"there": _P}, {"there": _P}], "de": [{"there": _P}, {"there": _P}],
+                 "fr": [{"there": _P}, {"there": _P}, {"there": _P}]},
+    "i_see": {"en": [{"subj": _S}, {"see": _P}, {"see": _S}], "de": [{"subj": _S}, {"see": _S}],
+              "fr": [{"subj": _S}, {"see": _S}]},
+    "picture_shows": {lang: [{"the": _S}, {"picture": _S}, {"shows": _S}] for lang in SUPPORTED_LANGS},
+    "picture_with": {"en": [{"here": _S}, {"be": _S}, {"det": _S}, {"picture": _S}, {"with": _P}],
+                     "de": [{"here": _S}, {"be": _S}, {"det": _S}, {"picture": _S}, {"with": _P}],
+                     "fr": [{"here": _S, "be": _P}, {"det": _S}, {"picture": _S}, {"with": _P}]},
+    "we_see": {lang: [{"subj": _S}, {"see": _S}] for lang in SUPPORTED_LANGS},
+}
+
+
+def _loc_tags(loc: tuple[str | None, str | None], lang: str) -> list[dict]:
+    """Tags of the words of the location phrase ``_LOC[lang][loc]``."""
+    h, v = loc
+    if h is None and v is None:
+        return {"en": [{"in": _S}, {"the_loc": _S}, {"mid": _S}], "de": [{"in": _S}, {"the_loc": _S}, {"mid": _S}],
+                "fr": [{"in": _P, "the_loc": _P}, {"mid": _S}]}[lang]
+    if lang == "en":  # "on the left", "at the top", "at the top left"
+        head = v or h
+        return [{head: _P}, {head: _P}, {head: _S}] + ([{h: _S}] if h and v else [])
+    if lang == "de":  # "links", "oben", "oben links"
+        return [{w: _S} for w in (v, h) if w]
+    return [t for w in (v, h) if w for t in ({w: _P}, {w: _S})]  # "à gauche", "en haut à gauche"
+
+
+def _np_tags(ex: Example, lang: str) -> list[dict]:
+    """Tags of the words of the noun phrase (English: as :func:`_en_np` writes it)."""
+    if lang == "de":  # count, colour, shape
+        return [{"count": _S}, {"colour": _S}, {"shape": _S}]
+    if lang == "fr":  # count, shape, colour
+        return [{"count": _S}, {"shape": _S}, {"colour": _S}]
+    colour = not ex.hide_colour or ex.en_colour_filler == "coloured"
+    if not ex.hide_count:
+        return [{"count": _S}] + ([{"colour": _S}] if colour else []) + [{"shape": _S}]
+    det = ex.en_vague_det
+    if det == "something" and ex.hide_shape:
+        return [{"count": _S, "shape": _S}] + ([{"colour": _S}] if colour else [])
+    det_tags = {"": [], "some": [{"count": _S}], "something": [{"count": _S}],
+                "one or more": [{"count": _S}, {"count": _P}, {"count": _P}]}[det]
+    return det_tags + ([{"colour": _S}] if colour else []) + [{"shape": _S}]
+
+
+def tagged_caption(ex: Example, lang: str) -> list[tuple[str, dict]]:
+    """The words of ``caption(ex, lang)`` with the concepts each states (see ``_FRAME_TAGS``)."""
+    words = caption(ex, lang).split()
+    np_tags = _np_tags(ex, lang)
+    loc = _loc_tags(ex.location, lang) if ex.with_location else []
+    if ex.frame == "visible":
+        be = [{"be": _S}] if lang == "en" or lang == "de" else [{"be": _S}, {"visible": _S}]
+        if lang == "en":
+            tags = np_tags + be + [{"visible": _S}] + loc
+        elif lang == "de":  # "{np} ist{loc} zu sehen"
+            tags = np_tags + be + loc + [{"visible": _P}, {"visible": _S}]
+        else:  # "{np} est visible{loc}"
+            tags = np_tags + be + loc
+    else:
+        tags = _FRAME_TAGS[ex.frame][lang] + np_tags + loc
+    tags = tags + [{"stop": _S}]
+    if len(tags) != len(words):  # the tags mirror the grammar above; a mismatch is a bug here
+        raise AssertionError(f"{len(tags)} tags for the {len(words)} words of {lang} caption {' '.join(words)!r}")
+    return list(zip(words, tags))
+
+
+def gold_alignment(ex: Example, src_lang: str, tgt_lang: str) -> str:
+    """Pharaoh line of the gold alignment of the two captions of ``ex``: ``i-j`` (sure) and
+    ``i?j`` (possible) for word ``i`` of the ``src_lang`` and ``j`` of the ``tgt_lang`` caption."""
+    src, tgt = tagged_caption(ex, src_lang), tagged_caption(ex, tgt_lang)
+    links = []
+    for i, (_, a) in enumerate(src):
+        for j, (_, b) in enumerate(tgt):
+            shared = a.keys() & b.keys()
+            if shared:
+                sure = any(a[c] == _S and b[c] == _S for c in shared)
+                links.append(f"{i}{'-' if sure else '?'}{j}")
+    return " ".join(links)
+
+
+# --------------------------------------------------------------------------------------
 # Sampling and drawing
 # --------------------------------------------------------------------------------------
 
@@ -423,6 +525,12 @@ def check_config(name: str, settings: dict) -> dict[str, list[str]]:
     return {"splits": splits, "langs": langs}
 
 
+def gold_pairs(langs) -> list[tuple[str, str]]:
+    """The language pairs the generator writes gold alignments for: each pair in ``langs`` order."""
+    langs = list(langs)
+    return [(a, b) for k, a in enumerate(langs) for b in langs[k + 1 :]]
+
+
 def generate_grounded(
     out_dir: Path,
     sizes: dict[str, int],
@@ -478,6 +586,8 @@ def generate_grounded(
                  for ex in examples}
         with atomic_write(out_dir / "boxes" / f"{split}.json") as fh:
             json.dump(boxes, fh)
+        for a, b in gold_pairs(langs):
+            write_lines(out_dir / "align" / f"{split}.{a}-{b}.gold", [gold_alignment(ex, a, b) for ex in examples])
         hidden.update({"count": sum(e.hide_count for e in examples),
                        "colour": sum(e.hide_colour for e in examples),
                        "shape": sum(e.hide_shape for e in examples)})

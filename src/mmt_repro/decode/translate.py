@@ -23,15 +23,24 @@ from .loop import decode_data, to_text
 log = logging.getLogger(__name__)
 
 
-def load_for_decoding(checkpoint, src_vocab, tgt_vocab, features_npy=None, features_index=None, device="auto"):
+def load_for_decoding(checkpoint, src_vocab, tgt_vocab, features_npy=None, features_index=None, device="auto",
+                      direction: str = "forward"):
     """Model, checkpoint, vocabularies, feature store (None for text-only models) and device,
     after checking that they belong together (vocabulary fingerprints, features iff the model
-    reads them, feature dimension). ``src_vocab`` is None for tasks without source text."""
+    reads them, feature dimension). ``src_vocab`` is None for tasks without source text.
+    ``direction="backward"``: decode a model that holds a backward (target -> source) model
+    (:mod:`mmt_repro.models.base`); ``src_vocab`` is then the checkpoint's target vocabulary
+    and ``tgt_vocab`` its source vocabulary."""
     dev = pick_device(device)
     model, ckpt = load_model(checkpoint, device=dev)
+    try:
+        model.set_direction(direction)
+    except ValueError as err:
+        raise DataError(checkpoint, str(err), "decode it forward, or point reverse_of at a bidirectional system") from err
     sv = Vocab.load(src_vocab) if src_vocab is not None else None
     tv = Vocab.load(tgt_vocab)
-    check_vocab(ckpt, checkpoint, sv.fingerprint() if sv is not None else None, tv.fingerprint())
+    fps = (sv.fingerprint() if sv is not None else None, tv.fingerprint())
+    check_vocab(ckpt, checkpoint, *(fps if direction == "forward" else fps[::-1]))
     feats = open_features(features_npy, features_index)
     if model.uses_visual and feats is None:
         raise DataError(checkpoint, f"model {ckpt['model']} needs {model.visual} features", "pass the split's feature store")
@@ -55,14 +64,17 @@ def translate(
     shuffle_images_seed: int | None = None,
     device: str = "auto",
     stats_out: Path | None = None,
+    direction: str = "forward",
 ) -> dict:
     """Write one translation per source line (or per image, without source text) to ``out``, in
     the scoring form: ``subword`` segmentation (the paper recipe's, of the target language)
     merged back. ``decode``: :class:`~mmt_repro.settings.DecodeSettings` keys. ``stats_out``:
     a JSON of what decoding did (sentences, speed, empty hypotheses, hypotheses cut at
-    max_len), which scoring reads to flag degenerate output."""
+    max_len), which scoring reads to flag degenerate output. ``direction``: ``backward`` decodes
+    the target-to-source model of a bidirectional checkpoint (see :func:`load_for_decoding`)."""
     settings = DecodeSettings(**(decode or {}))
-    model, _, sv, tv, feats, dev = load_for_decoding(checkpoint, src_vocab, tgt_vocab, features_npy, features_index, device)
+    model, _, sv, tv, feats, dev = load_for_decoding(checkpoint, src_vocab, tgt_vocab, features_npy, features_index,
+                                                     device, direction)
     data = ParallelData(src, sv, features=feats, shuffle_images_seed=shuffle_images_seed)
     started = time.monotonic()
     result = decode_data(model, data, settings, dev)
@@ -84,6 +96,8 @@ def translate(
         "max_len_a": settings.max_len_a,
         "max_len_b": settings.max_len_b,
     }
+    if direction != "forward":
+        info["direction"] = direction
     log.info("translated %s -> %s: %s", src, out, info)
     if stats_out is not None:
         with atomic_write(stats_out) as fh:
@@ -101,13 +115,14 @@ def dump_attention(
     features_index: Path | None = None,
     decode: dict | None = None,
     device: str = "auto",
+    direction: str = "forward",
 ) -> dict:
     """Greedy-decode ``src`` and save, per sentence, what the model reports at every step (for
     Calixto et al.: ``alpha_src (T, S)``, ``alpha_img (T, L)``, ``beta (T,)``) with the source
     and hypothesis tokens as the model saw and emitted them (``torch.save`` of a list of dicts)."""
     settings = DecodeSettings(**{**(decode or {}), "beam_size": 1})
     model, ckpt, sv, tv, feats, dev = load_for_decoding(
-        checkpoint, src_vocab, tgt_vocab, features_npy, features_index, device
+        checkpoint, src_vocab, tgt_vocab, features_npy, features_index, device, direction
     )
     data = ParallelData(src, sv, features=feats)
     result = decode_data(model, data, settings, dev, collect_info=True)

@@ -294,3 +294,22 @@ def plot_rare_words_table(table_tsv: str | os.PathLike, out_png: str | os.PathLi
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return _save(fig, out_png)
+
+
+# --------------------------------------------------------------------------- beta per word
+
+
+def plot_beta_words(hyp_tokens, beta, out_png: str | os.PathLike, source=None) -> tuple[Path, Path]:
+    """Yang et al. (2020) Figure 4: the dependence ``beta_{y_t}`` (eq. 17) of each generated
+    word on the image, one bar per word (``beta`` covers the words and the ``<eos>`` step)."""
+    words = [*_tokens(hyp_tokens), "</s>"]
+    values = _np(beta).reshape(-1)[: len(words)]
+    words = words[: len(values)]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.45 * len(words) + 1.5), 3.0))
+    ax.bar(range(len(values)), values, color="#4477aa")
+    ax.set_xticks(range(len(values)), words, rotation=60, ha="right")
+    ax.set_ylim(0.0, 1.0)
+    ax.set_ylabel("beta (eq. 17)")
+    if source is not None:
+        ax.set_title("source: " + " ".join(_tokens(source)), fontsize=8)
+    return _save(fig, out_png)

@@ -36,6 +36,17 @@ Decode (``decoding``, class attribute)
     - ``"custom"``: the model decodes itself with ``search(batch, settings, specials)`` returning
       one list of token ids per sentence (BertGen's [MASK]-shift decoding).
 
+Directions (``directions``, class attribute; default ``("forward",)``)
+    A model that holds a source-to-target *and* a target-to-source model in one checkpoint
+    (Yang et al. 2020's jointly trained forward and backward models) lists
+    ``("forward", "backward")``. ``set_direction("backward")`` before decoding makes
+    ``encode``/``init_state``/``step``/``search`` translate target-language input into the
+    source language: the batch's ``src`` then holds ids of the *target* vocabulary, and
+    ``model.specials`` becomes the source vocabulary's (the one it now emits). Training always
+    runs ``forward(batch)`` on the pair as given; the model trains both directions there. In the
+    settings, a system with ``reverse_of: <system>`` decodes that system's checkpoint of the
+    reversed pair with ``direction: backward`` (:mod:`mmt_repro.settings`).
+
 Special token ids (``pad``, ``bos``, ``eos``, ``unk`` and optionally ``mask``) come from the
 target vocabulary (``model.specials``), never from constants.
 """
@@ -50,6 +61,7 @@ import torch.nn as nn
 
 VISUAL_KINDS = ("none", "grid", "regions", "video")
 DECODING_KINDS = ("step", "nearest", "custom")
+DIRECTIONS = ("forward", "backward")
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,7 @@ class MMTModel(nn.Module):
     registry_name: str = ""  # set by @register
     visual: str = "none"
     decoding: str = "step"
+    directions: tuple[str, ...] = ("forward",)  # + "backward": a target-to-source model in the same checkpoint
 
     def __init__(self, config, vocabs: Vocabs, resources: dict[str, Path] | None = None):
         super().__init__()
@@ -128,6 +141,19 @@ class MMTModel(nn.Module):
         self.vocabs = vocabs
         self.specials = vocabs.tgt.specials
         self.resources = dict(resources or {})
+        self.direction = "forward"
+
+    def set_direction(self, direction: str) -> MMTModel:
+        """Decode ``forward`` (source -> target, the default) or ``backward`` (target -> source,
+        for models that list it in ``directions``); ``specials`` follow the emitted language."""
+        if direction not in self.directions:
+            raise ValueError(f"{self.registry_name or type(self).__name__} decodes {', '.join(self.directions)}; "
+                             f"direction {direction!r} asked (reverse_of a model without a backward model?)")
+        if direction == "backward" and self.vocabs.src is None:
+            raise ValueError(f"{self.registry_name}: no source vocabulary to decode backward into")
+        self.direction = direction
+        self.specials = (self.vocabs.tgt if direction == "forward" else self.vocabs.src).specials
+        return self
 
     @property
     def uses_visual(self) -> bool:

@@ -5,9 +5,12 @@ probes).
 A table of ``kind: analysis`` names ``analysis: <name>`` and what the analysis reads
 (``inputs: attention`` -- the greedy per-step dump of :func:`mmt_repro.decode.translate.dump_attention`
 --, ``inputs: translation`` -- the translation and its reference --, ``translation_train`` -- those
-and the target side of the training corpus, for analyses by training frequency -- or ``model`` --
-the checkpoint, the test source, the vocabularies and, for multimodal systems, the test
-features: what the translate rule reads, for probes of the model itself). The function registered as
+and the target side of the training corpus, for analyses by training frequency -- or ``inputs:
+model`` -- the checkpoint (``checkpoint``), the split's text on both sides in the model's form
+(``src``, ``tgt``), the vocabularies (``src_vocab``, ``tgt_vocab``), the features
+(``features_npy``, ``features_index``) of multimodal systems and, where the paper has an align
+stage, the split's word alignment (``align``); Yang et al.'s VAD force-decodes both directions).
+A table's ``files: {name: path}`` adds named inputs. The function registered as
 ``<paper>.<name>`` gets those files and returns ``{metric: {"value": float, "signature": str}}``;
 :func:`run_analysis` writes them as a score JSON that :func:`mmt_repro.tables.build.make_table`
 reads like any other score.
@@ -40,9 +43,8 @@ def register_analysis(name: str, inputs: str) -> Callable:
     """Decorator: register ``func(files: dict[str, Path]) -> {metric: {value, signature}}`` as
     ``name`` (``<paper>.<analysis>``). ``files`` holds ``attention`` (a dump); ``hyp`` and
     ``ref`` (translation and reference in the scoring form), with ``train`` (the target side of
-    the training corpus, same form) for ``translation_train``; or, for ``model``,
-    ``checkpoint``, ``src``, ``src_vocab``, ``tgt_vocab`` (and ``features_npy``,
-    ``features_index`` for multimodal systems)."""
+    the training corpus, same form) for ``translation_train``; or the model's files (see the
+    module docstring); and the table's own ``files``."""
     if inputs not in INPUT_KINDS:
         raise ValueError(f"analysis inputs {inputs!r}; valid: {', '.join(INPUT_KINDS)}")
 

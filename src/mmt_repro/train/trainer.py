@@ -166,10 +166,12 @@ class _Run:
                         self.progress, self.configs, imports=self.imports)
 
 
-def _load_data(cfg, sv, tv, files: dict, train_features, val_features, train_image_list):
-    """Training and validation data, and the validation references, checked."""
+def _load_data(cfg, sv, tv, files: dict, train_features, val_features, train_image_list, train_extras=None):
+    """Training and validation data, and the validation references, checked. ``train_extras``:
+    ``{name: file}`` with one line per training pair, given to the model as ``batch[name]``."""
+    extras = {name: read_lines(path) for name, path in (train_extras or {}).items()}
     train_data = ParallelData(files["train_src"], sv, files["train_tgt"], tv, features=train_features,
-                              max_len=cfg.max_len, image_list=train_image_list)
+                              max_len=cfg.max_len, image_list=train_image_list, extras=extras or None)
     val_data = ParallelData(files["val_src"], sv, files["val_tgt"], tv, features=val_features)
     refs = read_lines(files["val_ref"])
     if len(refs) != val_data.n_examples:
@@ -401,6 +403,7 @@ def train(
     subword: str = "none",
     resources: dict | None = None,
     imports: list[str] | tuple[str, ...] = (),
+    train_extras: dict | None = None,
 ) -> dict:
     """Train ``model_name`` and write ``best_checkpoint`` (best validation BLEU), the resumable
     ``last_checkpoint`` and the ``curve`` TSV.
@@ -413,7 +416,9 @@ def train(
     parameters the pre-trained model lacks keep their initialisation, and the log lists them.
     ``train_image_list``: one image name per training sentence, looked up in ``train_features``
     by name. ``resources``: ``{name: path}`` the system declares (pretrained vectors or weights).
-    ``imports``: extra modules that register the model. Returns a summary dict."""
+    ``imports``: extra modules that register the model. ``train_extras``: ``{name: file}``,
+    per-example extras of the training pairs (one line each, e.g. ``align``: the word alignments
+    of the align stage), in the batch as ``batch[name]`` (lists of lines). Returns a summary dict."""
     cfg = make_train_config(train_config)
     import_model_modules(imports)
     dev = pick_device(device)
@@ -421,7 +426,8 @@ def train(
     sv = Vocab.load(src_vocab) if src_vocab is not None else None
     tv = Vocab.load(tgt_vocab)
     files = {"train_src": train_src, "train_tgt": train_tgt, "val_src": val_src, "val_tgt": val_tgt, "val_ref": val_ref}
-    train_data, val_data, refs = _load_data(cfg, sv, tv, files, train_features, val_features, train_image_list)
+    train_data, val_data, refs = _load_data(cfg, sv, tv, files, train_features, val_features, train_image_list,
+                                            train_extras)
     model = build_model(model_name, model_config, Vocabs.of(sv, tv), {k: Path(v) for k, v in (resources or {}).items()})
     model.to(dev)
     check_feature_dim(model, train_features, val_features)

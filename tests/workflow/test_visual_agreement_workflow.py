@@ -1,0 +1,93 @@
+"""Yang et al. (2020) in the smoke run (the shared session run of config/smoke.yaml): the grounded
+checks for the Seq2Seq and the Transformer versions, agreement lowering VAD, the alignment stage
+against the generator's gold alignment, both directions of the joint checkpoints, Tables 1-5 and
+Figure 4."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from mmt_repro.text.align import aer_files
+
+pytestmark = pytest.mark.e2e
+PAPER = "visual_agreement"
+
+
+def _table(workdir, name):
+    return pd.read_csv(workdir / "results" / "tables" / PAPER / f"{name}.tsv", sep="\t", keep_default_na=False)
+
+
+def _ours(df, system, metric="bleu", condition="congruent"):
+    row = df[(df.system == system) & (df.metric == metric) & (df.condition == condition) & (df.ours != "")]
+    assert len(row) == 1, f"no single row for {system}/{metric}/{condition}"
+    return float(row.ours.iloc[0])
+
+
+@pytest.mark.parametrize("text,image", [("onlytext", "mhca"), ("t_onlytext", "t_mhca")])
+def test_grounded_image_beats_text_by_10_bleu_and_shuffling_loses_half_the_gain(smoke_run, text, image):
+    df = _table(smoke_run, "grounded")
+    gain = _ours(df, image) - _ours(df, text)
+    assert gain >= 10.0, f"{image} - {text} = {gain:.2f} BLEU"
+    lost = _ours(df, image) - _ours(df, image, condition="shuffled")
+    assert lost >= 0.5 * gain, f"shuffled images lose {lost:.2f} of a {gain:.2f} BLEU gain"
+
+
+SEQ2SEQ_VAD_FLOOR = (
+    "Seq2Seq on the grounded set: the eq. 6 region attention stays near-uniform over the 1-3 identical objects "
+    "and the full image (the image reaches the decoder through the co-attention path), so VAD sits at its floor "
+    "(0.08) without agreement, and the agreement term at the paper's lambda = 0.2 with Delta = MSE (~1e-4 "
+    "nats/token) is below run-to-run noise (0.13 with it, smoke run 2026-11-25); docs/visual_agreement.md")
+
+
+@pytest.mark.parametrize("without,with_", [
+    pytest.param("mhca", "soft_frozen", marks=pytest.mark.xfail(reason=SEQ2SEQ_VAD_FLOOR, strict=False)),
+    ("t_mhca", "t_hard"),
+])
+def test_agreement_training_lowers_vad(smoke_run, without, with_):
+    df = _table(smoke_run, "grounded_vad")
+    assert _ours(df, with_, "vad") < _ours(df, without, "vad")
+
+
+def test_alignment_stage_matches_the_gold_alignment_and_logs_the_likelihood(smoke_run):
+    out = smoke_run / "results" / "align" / PAPER / "grounded.en-de"
+    gold = smoke_run / "results" / "data" / "grounded" / "align" / "test.en-de.gold"
+    assert aer_files(out / "test.align", gold)["aer"] < 0.15
+    log = (smoke_run / "results" / "logs" / "learn_alignment" / PAPER / "grounded.en-de.log").read_text()
+    assert "log_e likelihood" in log
+    assert "forward_log_likelihood" in (smoke_run / "results" / "logs" / "align" / PAPER / "grounded.en-de"
+                                        / "test.log").read_text()
+
+
+def test_transformer_alignment_block_is_recorded(smoke_run):
+    choice = json.loads((smoke_run / "results" / "align" / PAPER / "grounded.en-de" / "layer.t_mhca.seed1.json")
+                        .read_text())
+    for direction in ("forward", "backward"):
+        assert 0 <= choice[direction]["layer"] < len(choice[direction]["aer"])
+    log = (smoke_run / "results" / "logs" / "train_model" / PAPER / "t_hard" / "grounded.en-de.seed1.log").read_text()
+    assert "alignment layer from" in log
+
+
+def test_backward_systems_decode_the_joint_checkpoint(smoke_run):
+    df = _table(smoke_run, "table1_de_en")
+    assert set(df[df.ours != ""].system) == {"onlytext_bwd", "soft_bwd"}
+    assert set(df[df.ours != ""].pair) == {"de-en"}
+    models = smoke_run / "results" / "models" / PAPER
+    assert not (models / "soft_bwd").exists()  # no training of its own
+    stats = json.loads((smoke_run / "results" / "translations" / PAPER / "soft_bwd"
+                        / "grounded.test.de-en.seed1.congruent.stats.json").read_text())
+    assert stats["direction"] == "backward"
+    assert _ours(df, "soft_bwd") > 20.0
+
+
+def test_every_table_and_figure_4(smoke_run):
+    for name in ("table1_en_de", "table2_en_de", "table3_en_de", "table4_en_de", "table5_en_de",
+                 "figure4"):
+        df = _table(smoke_run, name)
+        assert (df.ours != "").any(), name
+        assert df[df.ours != ""].note.str.contains("smoke").all() or name.startswith("grounded")
+    betas = _table(smoke_run, "figure4")
+    assert {"beta_visual", "beta_non_visual"} <= set(betas.metric)
+    assert (smoke_run / "results" / "figures" / PAPER / "figure4.attention.png").stat().st_size > 0

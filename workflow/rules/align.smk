@@ -1,0 +1,67 @@
+# Word alignment (the DAG's alignment stage, between the text recipe and training): fast_align's
+# forward and backward models on a paper's training text, then every split aligned with both and
+# symmetrised (mmt_repro.text.align). Papers with an `align` block in their settings use it
+# (Yang et al. 2020: hard visual agreement, eq. 14, and VAD's unique pairs, eq. 22).
+
+
+rule learn_alignment:
+    input:
+        src=alignment_text("src", "train"),
+        tgt=alignment_text("tgt", "train"),
+    output:
+        fwd=f"{PATHS['align_model']}.fwd",
+        bwd=f"{PATHS['align_model']}.bwd",
+    log:
+        "results/logs/learn_alignment/{paper}/{dataset}.{pair}.log",
+    benchmark:
+        "results/benchmarks/learn_alignment/{paper}/{dataset}.{pair}.tsv"
+    conda:
+        "../../envs/text.yaml"
+    params:
+        settings=align_settings,
+    script:
+        "../scripts/learn_alignment.py"
+
+
+rule align:
+    input:
+        fwd=f"{PATHS['align_model']}.fwd",
+        bwd=f"{PATHS['align_model']}.bwd",
+        src=alignment_text("src"),
+        tgt=alignment_text("tgt"),
+    output:
+        PATHS["align"],
+    log:
+        "results/logs/align/{paper}/{dataset}.{pair}/{split}.log",
+    benchmark:
+        "results/benchmarks/align/{paper}/{dataset}.{pair}/{split}.tsv"
+    conda:
+        "../../envs/text.yaml"
+    script:
+        "../scripts/align.py"
+
+
+# Yang et al. 2020, section 4: the Transformer's decoder block "which performs the best in word
+# alignment", measured on validation data against the alignment above; systems with agreement
+# read the choice as their resource `alignment_layer`.
+rule select_alignment_layer:
+    input:
+        unpack(layer_selection_inputs),
+    output:
+        "results/align/{paper}/{dataset}.{pair}/layer.{system}.seed{seed}.json",
+    log:
+        "results/logs/select_alignment_layer/{paper}/{system}/{dataset}.{pair}.seed{seed}.log",
+    benchmark:
+        "results/benchmarks/select_alignment_layer/{paper}/{system}/{dataset}.{pair}.seed{seed}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    # Intra-op torch threads; Snakemake scales this down to --cores.
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=120,
+        gpu=gpu_count,
+    params:
+        device=config["device"],
+    script:
+        "../scripts/select_alignment_layer.py"
