@@ -40,7 +40,7 @@ target vocabulary (``model.specials``), never from constants.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -69,14 +69,18 @@ class Specials:
 
 @dataclass(frozen=True)
 class VocabSpec:
-    """What a model needs to know of one vocabulary."""
+    """What a model needs to know of one vocabulary: its size, the special ids and the ids of
+    its reserved tokens by name (``{"[SEP]": 106, "[TO_DE]": 21, ...}``; BERT-style bracketed
+    names, :data:`mmt_repro.text.vocab.RESERVED`; empty for ordinary vocabularies)."""
 
     size: int
     specials: Specials = Specials()
+    reserved: dict = field(default_factory=dict, hash=False, compare=True)
 
     @classmethod
     def of(cls, vocab) -> VocabSpec:
-        return cls(size=len(vocab), specials=Specials.of(vocab))
+        reserved = vocab.reserved() if hasattr(vocab, "reserved") else {}
+        return cls(size=len(vocab), specials=Specials.of(vocab), reserved=dict(reserved))
 
 
 @dataclass(frozen=True)
@@ -97,14 +101,19 @@ class Vocabs:
 
     def to_dict(self) -> dict:
         def one(v):
-            return None if v is None else {"size": v.size, "specials": vars(v.specials).copy()}
+            if v is None:
+                return None
+            out = {"size": v.size, "specials": vars(v.specials).copy()}
+            if v.reserved:
+                out["reserved"] = dict(v.reserved)
+            return out
 
         return {"src": one(self.src), "tgt": one(self.tgt)}
 
     @classmethod
     def from_dict(cls, data: dict) -> Vocabs:
         def one(v):
-            return None if v is None else VocabSpec(v["size"], Specials(**v["specials"]))
+            return None if v is None else VocabSpec(v["size"], Specials(**v["specials"]), dict(v.get("reserved") or {}))
 
         return cls(src=one(data["src"]), tgt=one(data["tgt"]))
 
