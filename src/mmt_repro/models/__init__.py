@@ -6,6 +6,7 @@ The contract every model follows is in :mod:`mmt_repro.models.base`.
 
 from . import bertgen  # noqa: F401  (registers bertgen.*)
 from . import doubly_attentive  # noqa: F401  (registers doubly_attentive.*)
+from . import transformer  # noqa: F401  (registers transformer.nmt, the shared Transformer)
 from .base import MMTModel, Specials, Vocabs, VocabSpec
 from .registry import available, build_model, make_config, model_class, register, visual_input
 
