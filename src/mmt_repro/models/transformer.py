@@ -437,6 +437,10 @@ class TransformerNMT(MMTModel):
     def forward(self, batch: dict) -> dict:
         """Label-smoothed cross-entropy per target token (``loss``) and plain NLL (``nll``)."""
         hidden, _, _ = self.decoder_hidden(batch)
+        return self.loss_from_hidden(hidden, batch)
+
+    def loss_from_hidden(self, hidden: torch.Tensor, batch: dict) -> dict:
+        """The contract's ``{"loss", "n_tokens", "nll"}`` from decoder outputs ``(batch, tgt_len, d)``."""
         tgt_out = batch["tgt_out"]
         keep = tgt_out != self.specials.pad
         n_tokens = keep.sum()
