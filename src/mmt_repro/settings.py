@@ -38,6 +38,16 @@ from .text.recipes import Recipe
 VISUAL_KINDS = ("none", "grid", "regions", "video")
 
 
+#: The "source language" of captioning: a pair ``im-<lang>`` has no source text, only images.
+IMAGE_SOURCE = "im"
+
+
+def pair_langs(pair: str) -> tuple[str | None, str]:
+    """``(source language or None for captioning, target language)`` of a pair ``src-tgt``."""
+    src, tgt = pair.split("-")
+    return (None if src == IMAGE_SOURCE else src), tgt
+
+
 OPTIMIZERS = ("adadelta", "adam", "adamw")
 # When the learning rate changes: never; on a validation plateau; per update (inverse_sqrt,
 # linear: warm-up then decay); per epoch (epoch_decay).
@@ -162,6 +172,25 @@ class BacktranslationSettings:
 
 
 @dataclass
+class TaskSettings:
+    """An extra training task of a multi-task system (BertGen trains one model on 13 tasks)."""
+
+    dataset: str  # a configured dataset
+    pair: str  # src-tgt, or im-<tgt> for captioning (images only)
+    # give the task its dataset's images: None = where a table of the paper names features for
+    # that dataset (IWSLT has none: text only); True = required; False = never (an MT task)
+    images: bool | None = None
+    split: str = ""  # training split (default: the dataset's `train`)
+    val: bool = False  # also decode its validation split after every epoch (curve column val_bleu_<task>)
+
+    def __post_init__(self):
+        parts = str(self.pair).split("-")
+        if len(parts) != 2 or not all(len(p) == 2 and p.isalpha() and p.islower() for p in parts):
+            raise ValueError(f"task pair {self.pair!r}: write src-tgt (two-letter codes), or {IMAGE_SOURCE}-<tgt> "
+                             "for captioning")
+
+
+@dataclass
 class SystemSettings:
     """One system of a paper's table."""
 
@@ -174,6 +203,13 @@ class SystemSettings:
     corpus: str = "train"  # train | backtranslated | a configured dataset used as text only
     init_from: str | None = None  # system whose best checkpoint this one starts from
     resources: dict = field(default_factory=dict)  # name -> file (a DAG input) given to the model
+    # {dataset, pair}: the one training run whose model every table of this system decodes with
+    # (multi-task and zero-shot systems); None: a model per table dataset and pair
+    train_on: dict | None = None
+    tasks: dict = field(default_factory=dict)  # name -> TaskSettings keys: extra training tasks
+
+    def task_settings(self) -> dict[str, TaskSettings]:
+        return {name: TaskSettings(**values) for name, values in self.tasks.items()}
 
 
 @dataclass
@@ -239,6 +275,11 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
             _block(DecodeSettings, system.decode, f"{where} decode")
         except ValueError as err:
             raise ConfigError(f"{where}: {err}") from err
+        for task, values in (system.tasks or {}).items():
+            _block(TaskSettings, values, f"{where} task '{task}'")
+        if system.train_on is not None and (not isinstance(system.train_on, dict)
+                                            or sorted(system.train_on) != ["dataset", "pair"]):
+            raise ConfigError(f"{where}: train_on must be {{dataset: <name>, pair: <src-tgt>}}, got {system.train_on!r}")
         systems[name] = system
     for name, system in systems.items():
         if system.init_from and system.init_from not in systems:

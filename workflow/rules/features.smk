@@ -135,7 +135,7 @@ rule import_features:
     benchmark:
         "results/benchmarks/import_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("pretrained"),
+        feature_set=feature_sets_of("pretrained", imports="!butd"),
     conda:
         "../../envs/torch.yaml"
     params:
@@ -146,6 +146,29 @@ rule import_features:
         n_segments=feature_param("n_segments", None),
     script:
         "../scripts/import_features.py"
+
+
+# Official bottom-up-attention region features (one .npz per image): a region store, with boxes.
+rule import_regions:
+    input:
+        image_list="results/data/{dataset}/image_splits/{split}.txt",
+    output:
+        npy=f"{PATHS['features']}.npy",
+        boxes=f"{PATHS['features']}.boxes.npy",
+        index=f"{PATHS['features']}.index.parquet",
+    log:
+        "results/logs/import_regions/{dataset}/{feature_set}/{split}.log",
+    benchmark:
+        "results/benchmarks/import_regions/{dataset}/{feature_set}/{split}.tsv"
+    wildcard_constraints:
+        feature_set=feature_sets_of("pretrained", imports="butd"),
+    conda:
+        "../../envs/torch.yaml"
+    params:
+        src=pretrained_source,
+        max_boxes=feature_param("max_boxes", 36),
+    script:
+        "../scripts/import_regions.py"
 
 
 rule standardize_features:

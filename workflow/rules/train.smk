@@ -26,6 +26,7 @@ rule train_model:
         subword=target_subword,
         resources=train_resources,
         imports=paper_imports,
+        tasks=train_tasks,
         last=f"{PATHS['model']}.last.pt",
         device=config["device"],
     script:

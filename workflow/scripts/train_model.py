@@ -29,4 +29,6 @@ run_step(
     subword=snakemake.params.subword,
     resources=dict(snakemake.params.resources),
     imports=list(snakemake.params.imports),
+    pair=snakemake.wildcards.pair,
+    tasks=list(snakemake.params.tasks),
 )

@@ -137,6 +137,11 @@ class MultiTaskData:
         """Sentences and unrolled examples of every task (BertGen's Table 1: Sents, Augm.)."""
         return {name: {"sentences": len(v.sentences), "unrolled": len(v)} for name, v in self.tasks}
 
+    def curve_columns(self, batches: int, batch_size: int) -> dict[str, float]:
+        """``passes_<task>``: passes over each task's unrolled examples after ``batches`` steps
+        of ``batch_size`` examples per task (BertGen's Figure 4 plots against them)."""
+        return {f"passes_{name}": round(batches * batch_size / max(len(v), 1), 4) for name, v in self.tasks}
+
     def n_target_tokens(self) -> int:
         """Predicted tokens per epoch: one per unrolled example, of every task."""
         return len(self) * len(self.tasks)

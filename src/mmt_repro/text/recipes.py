@@ -270,6 +270,10 @@ class Recipe:
             (:func:`filter_parallel`); None = no filter (the paper states none).
         lowercase: whether ``chain`` lowercases (it must then start with ``lc``).
         zh_segmentation: step segmenting Chinese (``"char"``), None for papers without Chinese.
+        wordpiece_vocab: the ``vocab.txt`` the ``wp`` step reads (repository-relative): the
+            manifest input's (M-BERT's pieces, BertGen's task tokens), or one learnt by the rule
+            ``learn_wordpiece`` (``results/text/wordpiece/<corpus>.<size>/vocab.txt``: ``size``
+            pieces learnt on the lowercased training split of ``corpus``; offline runs).
         scoring: what is undone before scoring and how the paper scores.
         source: the sentence(s) of the paper these values follow.
         notes: where the paper is silent or ambiguous, what we chose and why.
@@ -289,6 +293,7 @@ class Recipe:
     max_len: int | None = None
     lowercase: bool = False
     zh_segmentation: str | None = None
+    wordpiece_vocab: str = f"resources/{WORDPIECE_VOCAB_INPUT}/vocab.txt"
     scoring: str = ""
     source: str = ""
     notes: str = ""

@@ -205,11 +205,14 @@ class Vocab:
 
 
 def build_vocab_file(inputs: list[Path], out: Path, max_size: int | None = None, min_freq: int = 1,
-                     wordpiece_vocab: Path | None = None) -> Path:
+                     wordpiece: bool = False) -> Path:
     """Build a vocabulary from ``inputs`` and save it to ``out`` (the build_vocab rule). With
-    ``wordpiece_vocab`` (a recipe with the ``wp`` step) the vocabulary is that file as it is
-    (:meth:`Vocab.from_wordpiece`) and ``inputs``, ``max_size`` and ``min_freq`` are not used."""
-    if wordpiece_vocab is not None:
-        return Vocab.from_wordpiece(wordpiece_vocab).save(out)
+    ``wordpiece`` (a recipe with the ``wp`` step) ``inputs`` is the WordPiece ``vocab.txt`` and
+    the vocabulary is that file as it is (:meth:`Vocab.from_wordpiece`; the pre-trained model's
+    rows), so ``max_size`` and ``min_freq`` are not used."""
+    if wordpiece:
+        if len(inputs) != 1:
+            raise ValueError(f"a WordPiece vocabulary is built from its one vocab.txt, got {inputs}")
+        return Vocab.from_wordpiece(inputs[0]).save(out)
     vocab = Vocab.build([Path(p) for p in inputs], max_size=max_size, min_freq=min_freq)
     return vocab.save(out)
