@@ -222,7 +222,8 @@ def feature_files(dataset, feature_set, split):
     )
     files = {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
     if fs.get("kind", "grid") == "regions" or fs.get("import") == "butd":
-        files["boxes"] = f"{stem}.boxes.npy"  # region stores (detected, given or imported BUTD boxes)
+        # region stores: detected, given or imported (BUTD) boxes
+        files["boxes"] = f"{stem}.boxes.npy"
     return files
 
 
@@ -745,7 +746,9 @@ def task_files(paper, system, name, task):
         for kind, file in feature_files(ds, fs, split).items():
             files[kind] = file
     elif is_captioning(pair):
-        raise ValueError(f"{paper}.{system} task {name!r} captions images: it needs images")
+        raise ValueError(
+            f"{paper}.{system} task {name!r} captions images: it needs images"
+        )
     if task.val:  # its validation split, decoded after every epoch (a curve per task)
         val = dataset_config(ds).get("val") or "valid"
         if not is_captioning(pair):
@@ -782,15 +785,17 @@ def train_tasks(wildcards):
                 "src": f.get("src"),
                 "tgt": list(f["tgt"]),
                 "features": [f["npy"], f["index"]] if "npy" in f else None,
-                "val": None
-                if "val_ref" not in f
-                else {
-                    "src": f.get("val_src"),
-                    "refs": list(f["val_ref"]),
-                    "features": [f["val_npy"], f["val_index"]]
-                    if "val_npy" in f
-                    else None,
-                },
+                "val": (
+                    None
+                    if "val_ref" not in f
+                    else {
+                        "src": f.get("val_src"),
+                        "refs": list(f["val_ref"]),
+                        "features": (
+                            [f["val_npy"], f["val_index"]] if "val_npy" in f else None
+                        ),
+                    }
+                ),
             }
         )
     return tasks
@@ -853,7 +858,12 @@ def translate_inputs(wildcards):
     condition = getattr(wildcards, "condition", "congruent")
     m_ds, m_pair = model_location(paper, system, ds, pair)
     model = path(
-        "model", paper=paper, system=system, dataset=m_ds, pair=m_pair, seed=wildcards.seed
+        "model",
+        paper=paper,
+        system=system,
+        dataset=m_ds,
+        pair=m_pair,
+        seed=wildcards.seed,
     )
     inputs = {
         "checkpoint": f"{model}.best.pt",
@@ -863,12 +873,10 @@ def translate_inputs(wildcards):
         inputs["src"] = model_text(paper, ds, pair, wildcards.split, src)
         inputs["src_vocab"] = vocab_file(paper, m_ds, m_pair, src)
     feats = run_features(paper, system, ds, wildcards.split, condition)
-    for kind, file in feats.items():
-        inputs[f"features_{kind}"] = file  # features_npy, features_index (+ features_boxes)
+    for kind, file in feats.items():  # features_npy, features_index (+ features_boxes)
+        inputs[f"features_{kind}"] = file
     if not multimodal(paper, system) and condition in ("shuffled", "no_image"):
-        raise ValueError(
-            f"{paper}.{system} reads no images: no {condition} condition"
-        )
+        raise ValueError(f"{paper}.{system} reads no images: no {condition} condition")
     if is_captioning(pair) and not feats:
         raise ValueError(
             f"{paper}.{system} captions {ds} ({pair}) but has no features there: name them in the table"
@@ -912,7 +920,9 @@ def caption_files(paper, dataset, split, lang):
     chain (captions are word- or WordPiece-level text, never BPE)."""
     rec = recipe(paper)
     if rec.subword_for(lang) == "bpe":
-        raise ValueError(f"{paper}: captions are not BPE-segmented per paper; use a word or wp chain")
+        raise ValueError(
+            f"{paper}: captions are not BPE-segmented per paper; use a word or wp chain"
+        )
     k = dataset_config(dataset).get("captions_per_image") or 0
     return [
         path(
@@ -1182,9 +1192,9 @@ def make_table_inputs(wildcards):
         "scores": table_scores(wildcards.paper, wildcards.table),
         "published": PUBLISHED,
     }
-    if table_kind(wildcards.paper, wildcards.table) == "translation" and significance_metrics(
-        wildcards
-    ):  # a paper without significance tests (empty significance_metrics) needs none
+    # a paper without significance tests (empty significance_metrics) needs none
+    kind = table_kind(wildcards.paper, wildcards.table)
+    if kind == "translation" and significance_metrics(wildcards):
         inputs["significance"] = path(
             "significance", paper=wildcards.paper, table=wildcards.table
         )
