@@ -72,6 +72,17 @@ H100_BF16 = 989.4e12  # dense bf16 tensor-core peak of an H100 SXM, FLOP/s
 EPOCHS, MFU = 45, 0.40
 
 
+def sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def describe(dev: torch.device, args) -> str:
+    if dev.type == "cuda":
+        return f"{torch.cuda.get_device_name(dev)}{' bf16' if args.amp else ''}"
+    return f"CPU, {args.threads} thread(s)"
+
+
 def stats(xs: list[float]) -> str:
     return f"{min(xs):.1f} / {statistics.median(xs):.1f} / {max(xs):.1f}"
 
@@ -133,22 +144,24 @@ def bench_decode(args) -> None:
         (tmp / "src").write_text("\n".join(src) + "\n", encoding="utf-8")
         store = RandomRegions(len(src)) if args.images else None
         data = ParallelData(tmp / "src", vocab, features=store, langs=("en", "de"))
-        model = model_for(vocab, args.size).eval()
+        dev = torch.device(args.device)
+        model = model_for(vocab, args.size).to(dev).eval()
         one_cfg = DecodeSettings(beam_size=1, max_len=args.max_len, max_len_a=0, batch_size=1)
         many_cfg = DecodeSettings(beam_size=1, max_len=args.max_len, max_len_a=0, batch_size=args.batch)
         rates = {"one": [], "batched": []}
         outs = {}
-        dev = torch.device("cpu")
         for _ in range(args.repeats):
             for name, cfg in (("batched", many_cfg), ("one", one_cfg)):
                 t0 = time.perf_counter()
-                outs[name] = decode_data(model, data, cfg, dev).hyps
+                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=args.amp and dev.type == "cuda"):
+                    outs[name] = decode_data(model, data, cfg, dev).hyps
+                sync(dev)
                 rates[name].append(len(src) / (time.perf_counter() - t0))
         same = sum(a == b for a, b in zip(outs["one"], outs["batched"]))
         steps = sum(min(len(h) + 1, args.max_len) for h in outs["one"]) / len(src)
         print(f"decode: {args.size} ({parameter_count(model, True) / 1e6:.1f}M parameters), {len(src)} sentences of "
               f"Multi30k test2016 En, {'36 regions per image' if args.images else 'no image'}, {steps:.1f} steps per "
-              f"sentence on average, {args.threads} thread(s), {args.repeats} repeats")
+              f"sentence on average, {describe(dev, args)}, {args.repeats} repeats")
         print(f"  one by one  sentences/s min/median/max: {stats(rates['one'])}")
         print(f"  batch {args.batch:<4d} sentences/s min/median/max: {stats(rates['batched'])}")
         print(f"  speed-up (median): {statistics.median(rates['batched']) / statistics.median(rates['one']):.1f}x; "
@@ -177,10 +190,12 @@ def bench_train(args) -> None:
             (tmp / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
         store = RandomRegions(n)
         data = ParallelData(tmp / "src", vocab, tmp / "tgt", vocab, features=store, langs=("en", "de"))
+        dev = torch.device(args.device)
         for pack in (0, args.pack):
-            model = model_for(vocab, args.size, pack_len=pack)
+            model = model_for(vocab, args.size, pack_len=pack).to(dev)
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-            batches = unrolled_batches(model, data, args.batch, args.steps)
+            batches = [{k: v.to(dev) if torch.is_tensor(v) else v for k, v in b.items()}
+                       for b in unrolled_batches(model, data, args.batch, args.steps)]
             with FlopCounterMode(display=False) as fc:
                 model(batches[0])["loss"].backward()
             flops = fc.get_total_flops()
@@ -190,13 +205,15 @@ def bench_train(args) -> None:
             for _ in range(args.repeats):
                 t0, done = time.perf_counter(), 0
                 for b in batches:
-                    loss = model(b)["loss"]
+                    with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=args.amp and dev.type == "cuda"):
+                        loss = model(b)["loss"]
                     opt.zero_grad()
                     loss.backward()
                     opt.step()
                     done += b["labels"].numel()
+                sync(dev)
                 rates.append(done / (time.perf_counter() - t0))
-            print(f"train {args.size}, {'packed ' + str(pack) if pack else 'one example per row'}: "
+            print(f"train {args.size} ({describe(dev, args)}), {'packed ' + str(pack) if pack else 'one example per row'}: "
                   f"{args.batch} unrolled examples per step, examples/s min/median/max {stats(rates)}; "
                   f"model FLOPs of the first step {flops / 1e9:.2f} GFLOP ({flops / batches[0]['labels'].numel() / 1e9:.3f} "
                   f"per example); padded positions {100 * padded:.1f} %")
@@ -274,6 +291,8 @@ def main() -> None:
     e = sub.add_parser("estimate")
     e.add_argument("--regions", type=int, default=36, help="RoIs per image (BUTD keeps 10-100)")
     for p in (d, t):
+        p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+        p.add_argument("--amp", action="store_true", help="bf16 autocast (GPU)")
         p.add_argument("--repeats", type=int, default=3)
         p.add_argument("--threads", type=int, default=torch.get_num_threads())
         p.add_argument("--vocab", type=int, default=8000, help="WordPieces learnt on Multi30k train")

@@ -619,12 +619,16 @@ def training_inputs(wildcards):
             seed=wildcards.seed,
         )
         inputs["init"] = f"{model}.best.pt"
+    # a multimodal system trained once for many tables (train_on) trains on text alone where no
+    # table of the paper names features for its dataset (a visual-optional model's MT run)
+    feats = None
     if multimodal(paper, wildcards.system):
+        feats = paper_features(paper, ds, required=not settings.train_on)
+    if feats is not None:
         if corpus not in ("train", "backtranslated"):
             raise ValueError(
                 f"{paper}.{wildcards.system}: corpus {corpus!r} has no images for a multimodal model"
             )
-        feats = paper_features(paper, ds)
         for split, key in ((train, "train"), (val, "val")):
             for kind, file in feature_files(ds, feats, split).items():
                 inputs[f"{key}_{kind}"] = (

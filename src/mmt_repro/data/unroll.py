@@ -66,18 +66,31 @@ class UnrolledData:
     def n_target_tokens(self) -> int:
         return len(self)
 
-    def pass_batches(self, batch_size: int, seed: int) -> list[np.ndarray]:
+    def pass_batches(self, batch_size: int, seed: int) -> _Pass:
         """One shuffled pass over the examples in batches (length-sorted within pools)."""
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(self))
         pool = batch_size * POOL
-        batches = []
         for start in range(0, len(order), pool):
             chunk = order[start : start + pool]
-            chunk = chunk[np.argsort(self.text_length(chunk), kind="stable")]
-            batches.extend(chunk[j : j + batch_size] for j in range(0, len(chunk), batch_size))
-        perm = rng.permutation(len(batches))
-        return [batches[i] for i in perm]
+            order[start : start + pool] = chunk[np.argsort(self.text_length(chunk), kind="stable")]
+        return _Pass(order, rng.permutation(-(-len(order) // batch_size)), batch_size)
+
+
+class _Pass:
+    """A pass's batches without one array per batch (the paper's batches hold one example, and a
+    task has up to 8.4M): batch ``j`` is the slice ``perm[j]`` of size ``batch_size`` of
+    ``order`` (pools hold whole batches, so only the very last one is shorter)."""
+
+    def __init__(self, order: np.ndarray, perm: np.ndarray, batch_size: int):
+        self.order, self.perm, self.batch_size = order, perm, batch_size
+
+    def __len__(self) -> int:
+        return len(self.perm)
+
+    def __getitem__(self, j: int) -> np.ndarray:
+        start = int(self.perm[j]) * self.batch_size
+        return self.order[start : start + self.batch_size]
 
 
 class _Batches(Sequence):
