@@ -484,3 +484,25 @@ def test_hybrid_initialisation_loads_vlbert_and_mbert_values(vocab, tmp_path):
 def test_vocab_rows_needs_the_same_vocab_txt(vocab):
     with pytest.raises(ValueError, match="build the vocabulary from the same vocab.txt"):
         vocab_rows(Vocabs.of(vocab, vocab), len(vocab))
+
+
+def test_fairseq_baseline_has_the_papers_size():
+    """transformer_iwslt_de_en as configured: "~31.5M parameters excluding the word embeddings"."""
+    import yaml
+
+    cfg = yaml.safe_load((Path(__file__).resolve().parents[2] / "config/papers/bertgen.yaml").read_text())
+    model = build_model("transformer.nmt", cfg["systems"]["fairseq"]["model_config"], Vocabs.sizes(10, 10))
+    without_embeddings = sum(p.numel() for n, p in model.named_parameters() if not n.endswith("tokens.weight"))
+    assert abs(without_embeddings / 1e6 - 31.5) < 0.1, without_embeddings
+
+
+def test_shorter_epochs_stream_the_reference_task_too(vocab, tmp_path):
+    src, tgt = corpus(tmp_path, 20, seed=8)
+    data = ParallelData(src, vocab, tgt, vocab, langs=("en", "de"))
+    mix = tiny(vocab, epoch_examples=16).wrap_training_data(data)
+    epochs = [mix.train_batches(4, 1, e) for e in (1, 2, 3)]
+    assert [len(e) for e in epochs] == [4, 4, 4]
+    seen = np.concatenate([b[:, 1] for e in epochs for b in e])
+    full = np.concatenate([b[:, 1] for e in [mix.train_batches(4, 1, 1)] for b in e])
+    assert len(seen) == 48 and len(set(full.tolist())) == 16  # a stream, not the same 16 examples again
+    assert len(set(seen.tolist())) > 16

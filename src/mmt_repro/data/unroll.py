@@ -12,7 +12,9 @@ an example is a flat index, mapped to ``(sentence, t)`` through the cumulative e
 pass over all of the training data for the Multi30k En->De MMT task ... the reference task":
 each step takes ``batch_size`` unrolled examples of every task; an epoch is one pass over the
 first task's examples; every other task runs through its own shuffled passes, continuing from
-epoch to epoch (the released MultiTaskDataLoader restarts a finished loader).
+epoch to epoch (the released MultiTaskDataLoader restarts a finished loader). With
+``epoch_examples`` an epoch is that many reference examples instead, and the reference task
+streams through its passes like the others (validation more often).
 
 The order is a pure function of ``(seed, epoch)`` (as :meth:`ParallelData.train_batches`), so a
 resumed run sees what an uninterrupted one sees: the reference task's pass ``e`` and, for task
@@ -99,16 +101,20 @@ class _Batches(Sequence):
 
     def __init__(self, mix: MultiTaskData, batch_size: int, seed: int, epoch: int):
         self.mix, self.batch_size, self.seed, self.epoch = mix, batch_size, seed, epoch
-        self.ref = mix.tasks[0][1].pass_batches(batch_size, _seed(seed, 0, epoch))
-        self._passes: dict[tuple[int, int], list[np.ndarray]] = {}
+        self.steps = mix.steps_per_epoch(batch_size)
+        # one pass over the reference per epoch; with mix.epoch_examples, its passes stream too
+        self.ref = None if mix.epoch_examples else mix.tasks[0][1].pass_batches(batch_size, _seed(seed, 0, epoch))
+        self._passes: dict[tuple[int, int], _Pass] = {}
 
     def __len__(self) -> int:
-        return len(self.ref)
+        return self.steps
 
     def _task_batch(self, k: int, step: int) -> np.ndarray:
+        if k == 0 and self.ref is not None:
+            return self.ref[step]
         view = self.mix.tasks[k][1]
         per_pass = math.ceil(len(view) / self.batch_size)
-        g = (self.epoch - 1) * len(self.ref) + step  # global step of this task's stream
+        g = (self.epoch - 1) * self.steps + step  # global step of this task's stream
         p, j = divmod(g, per_pass)
         if (k, p) not in self._passes:
             self._passes = {key: v for key, v in self._passes.items() if key[0] != k}  # keep one pass per task
@@ -120,8 +126,10 @@ class _Batches(Sequence):
             return [self[i] for i in range(*s.indices(len(self)))]
         if s < 0:
             s += len(self)
-        parts = [np.stack([np.zeros_like(self.ref[s]), self.ref[s]], 1)]
-        for k in range(1, len(self.mix.tasks)):
+        if not 0 <= s < len(self):
+            raise IndexError(f"step {s} of an epoch of {len(self)}")
+        parts = []
+        for k in range(len(self.mix.tasks)):
             b = self._task_batch(k, s)
             parts.append(np.stack([np.full_like(b, k), b], 1))
         return np.concatenate(parts)
@@ -136,11 +144,17 @@ class MultiTaskData:
     docstring); ``builder.collate(items)`` makes a batch of ``(data, sentence, t)`` triples.
     Stands in for the training :class:`ParallelData` in the shared trainer."""
 
-    def __init__(self, tasks: dict, builder):
+    def __init__(self, tasks: dict, builder, epoch_examples: int = 0):
         if not tasks:
             raise ValueError("no training task")
         self.tasks = [(name, UnrolledData(data)) for name, data in tasks.items()]
         self.builder = builder
+        self.epoch_examples = int(epoch_examples)  # 0: an epoch is one pass over the reference task
+
+    def steps_per_epoch(self, batch_size: int) -> int:
+        """One pass over the reference task's examples, or ``epoch_examples`` of them (shorter
+        epochs: validation more often, e.g. a bounded CPU run)."""
+        return math.ceil((self.epoch_examples or len(self)) / batch_size)
 
     def __len__(self) -> int:
         """Unrolled examples of the reference task (one epoch's worth, per task)."""

@@ -95,6 +95,7 @@ class BertGenConfig:
     init_std: float = 0.02  # std of the random initialisation (BERT's initializer_range)
     lang_tokens: dict = field(default_factory=lambda: dict(LANG_TOKENS))  # language -> specifier token
     pack_len: int = 0  # training rows packed with several unrolled examples up to this length (0: one per row)
+    epoch_examples: int = 0  # an epoch = this many reference-task examples (0: one pass, the paper's epoch)
     use_sdpa: bool = True  # HF's SDPA attention (FlashAttention/memory-efficient kernels on GPU); else eager
 
     def __post_init__(self):
@@ -389,7 +390,7 @@ class BertGen(MMTModel):
         if self.config.init != "random" and not self.pretrained:
             raise ValueError(f"init={self.config.init!r} needs the pre-trained weights as the system's resources "
                              "(vl_bert, and mbert for hybrid); declare them, or set init: random")
-        return MultiTaskData({"reference": data, **dict(tasks or {})}, self.stream)
+        return MultiTaskData({"reference": data, **dict(tasks or {})}, self.stream, self.config.epoch_examples)
 
     def images(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """``(img (N, R, D), mask (N, R), geometry (N, R, 6))`` with slot 0 the whole image, or
