@@ -173,8 +173,12 @@ class MMTModel(nn.Module):
         """Feature size the model expects on the last axis of ``img`` (None: any / none)."""
         return getattr(self.config, "img_dim", None) if self.uses_visual else None
 
-    def wrap_training_data(self, data):
-        """Hook for a multi-task mix or on-the-fly example making; default: the data as is."""
+    def wrap_training_data(self, data, tasks=None):
+        """Hook for a multi-task mix or on-the-fly example making; default: the data as is
+        (a model that does not override it takes no extra training tasks)."""
+        if tasks:
+            raise ValueError(f"{self.registry_name} takes no extra training tasks ({', '.join(tasks)}): "
+                             "drop the system's `tasks`")
         return data
 
     def search(self, batch: dict, settings, specials: Specials) -> list[list[int]]:
