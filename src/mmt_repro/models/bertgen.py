@@ -93,6 +93,9 @@ class BertGenConfig:
     # random | visual (VL-BERT's visual layers only, Fig. 5) | hybrid (VL-BERT + M-BERT, Fig. 2)
     init: str = "hybrid"
     init_std: float = 0.02  # std of the random initialisation (BERT's initializer_range)
+    # scale of the visual LayerNorms at initialisation (VL-BERT's visual_scale_text/object_init: 0,
+    # the image enters as training grows them; pre-trained weights replace it)
+    visual_ln_init: float = 0.0
     lang_tokens: dict = field(default_factory=lambda: dict(LANG_TOKENS))  # language -> specifier token
     pack_len: int = 0  # training rows packed with several unrolled examples up to this length (0: one per row)
     epoch_examples: int = 0  # an epoch = this many reference-task examples (0: one pass, the paper's epoch)
@@ -359,7 +362,7 @@ class BertGen(MMTModel):
     # -- initialisation ------------------------------------------------------------------------
     def _init_random(self) -> None:
         """BERT's initialisation (N(0, init_std) weights, zero biases, unit LayerNorms); VL-BERT
-        starts the visual LayerNorms at scale 0 (visual_scale_*_init)."""
+        starts the visual LayerNorms at scale ``visual_ln_init`` (its visual_scale_*_init, 0)."""
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(m.weight, std=self.config.init_std)
@@ -368,8 +371,8 @@ class BertGen(MMTModel):
             if isinstance(m, nn.LayerNorm):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
-        nn.init.zeros_(self.visual_ln_text.weight)
-        nn.init.zeros_(self.visual_ln_object.weight)
+        nn.init.constant_(self.visual_ln_text.weight, self.config.visual_ln_init)
+        nn.init.constant_(self.visual_ln_object.weight, self.config.visual_ln_init)
 
     # -- data ----------------------------------------------------------------------------------
     def lang_id(self, lang: str | None) -> int:
