@@ -15,7 +15,10 @@
 #   scores/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.json
 #   attention/..., analyses/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.json
 #   tables/{paper}/{table}.tsv and tables/all.tsv (+ all.parquet)
-# condition: congruent (each sentence with its image) | shuffled (images deranged).
+# condition: congruent (each sentence with its image) | shuffled (images deranged) | no_image
+#   (a model whose images are optional, run on the text alone).
+#   text/{dataset}/{split}.{k}.{chain}.{lang}: caption k of each image (captioning sets);
+#   figures/{paper}/{table}.curves.png: learning curves (tables of kind curves).
 # The templates are defined once, in PATHS of workflow/rules/common.smk.
 
 from pathlib import Path
@@ -44,6 +47,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/decode.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/curves.smk"
 
 
 # Model configs are checked against their dataclasses once per real run (it imports torch;

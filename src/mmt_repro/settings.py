@@ -44,6 +44,16 @@ from .text.recipes import Recipe
 VISUAL_KINDS = ("none", "grid", "regions", "video")
 
 
+#: The "source language" of captioning: a pair ``im-<lang>`` has no source text, only images.
+IMAGE_SOURCE = "im"
+
+
+def pair_langs(pair: str) -> tuple[str | None, str]:
+    """``(source language or None for captioning, target language)`` of a pair ``src-tgt``."""
+    src, tgt = pair.split("-")
+    return (None if src == IMAGE_SOURCE else src), tgt
+
+
 OPTIMIZERS = ("adadelta", "adam", "adamw")
 # When the learning rate changes: never; on a validation plateau; per update (inverse_sqrt,
 # linear: warm-up then decay); per epoch (epoch_decay).
@@ -205,6 +215,25 @@ DIRECTIONS = ("forward", "backward")
 
 
 @dataclass
+class TaskSettings:
+    """An extra training task of a multi-task system (BertGen trains one model on 13 tasks)."""
+
+    dataset: str  # a configured dataset
+    pair: str  # src-tgt, or im-<tgt> for captioning (images only)
+    # give the task its dataset's images: None = where a table of the paper names features for
+    # that dataset (IWSLT has none: text only); True = required; False = never (an MT task)
+    images: bool | None = None
+    split: str = ""  # training split (default: the dataset's `train`)
+    val: bool = False  # also decode its validation split after every epoch (curve column val_bleu_<task>)
+
+    def __post_init__(self):
+        parts = str(self.pair).split("-")
+        if len(parts) != 2 or not all(len(p) == 2 and p.isalpha() and p.islower() for p in parts):
+            raise ValueError(f"task pair {self.pair!r}: write src-tgt (two-letter codes), or {IMAGE_SOURCE}-<tgt> "
+                             "for captioning")
+
+
+@dataclass
 class SystemSettings:
     """One system of a paper's table."""
 
@@ -228,11 +257,18 @@ class SystemSettings:
     # that system's checkpoint of the reversed pair (model trained on en-de -> this system on de-en)
     # with direction "backward" (the model must list it in its `directions`).
     reverse_of: str | None = None
+    # {dataset, pair}: the one training run whose model every table of this system decodes with
+    # (multi-task and zero-shot systems); None: a model per table dataset and pair
+    train_on: dict | None = None
+    tasks: dict = field(default_factory=dict)  # name -> TaskSettings keys: extra training tasks
 
     def for_pair(self, pair: str) -> tuple[dict, dict]:
         """(model_config, train) of this system on language pair ``pair`` (``by_pair`` applied)."""
         over = self.by_pair.get(pair) or {}
         return {**self.model_config, **(over.get("model_config") or {})}, {**self.train, **(over.get("train") or {})}
+
+    def task_settings(self) -> dict[str, TaskSettings]:
+        return {name: TaskSettings(**values) for name, values in self.tasks.items()}
 
 
 #: Feature-set keys a system may change in ``feature_options`` (processing of the extracted
@@ -432,6 +468,11 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
             raise ConfigError(f"{where}: unknown extras {unknown_extras}; valid: {', '.join(EXTRAS)}")
         if "align" in system.extras and data.get("align") is None:
             raise ConfigError(f"{where}: reads word alignments (extras: [align]) but {path} has no `align` block")
+        for task, values in (system.tasks or {}).items():
+            _block(TaskSettings, values, f"{where} task '{task}'")
+        if system.train_on is not None and (not isinstance(system.train_on, dict)
+                                            or sorted(system.train_on) != ["dataset", "pair"]):
+            raise ConfigError(f"{where}: train_on must be {{dataset: <name>, pair: <src-tgt>}}, got {system.train_on!r}")
         systems[name] = system
     for name, system in systems.items():
         if system.init_from and system.init_from not in systems:

@@ -24,7 +24,7 @@ def test_manifest_declares_every_input_the_papers_need():
     for name in ("multi30k_task1", "multi30k_task2", "flickr30k_images", "karpathy_splits", "coco_karpathy_test_captions",
                  "flickr8k_text", "tasviret", "iwslt14_de_en", "iwslt14_fr_en", "setimes2_en_tr", "wmt_newstest",
                  "wmt15_en_de", "vatex", "vatex_videos", "fasttext_cc", "multi30k_features_resnet50",
-                 "multi30k_features_butd", "vatex_i3d", "mbert_vocab"):
+                 "multi30k_features_butd", "vatex_i3d", "mbert_vocab", "mbert_weights", "vl_bert_base"):
         assert name in m, name
     assert set().union(*(set(i.papers) for i in m.values())) == PAPERS
     # Multi30k task 1: 5 splits x en/de/fr + cs for the 2016 splits, plus 5 image lists.
@@ -35,8 +35,9 @@ def test_manifest_declares_every_input_the_papers_need():
     assert t1["raw/val.de.gz"].urls[0].startswith("https://raw.githubusercontent.com/multi30k/dataset/a3d2e0d")
     assert m["wmt15_en_de"].files["europarl-v7-de-en.tgz"].urls == ("https://www.statmt.org/europarl/v7/de-en.tgz",)
     for inp in m.values():
-        if inp.access != "download":
-            assert inp.request and inp.config_key and not inp.files, inp.name
+        if inp.access != "download":  # files only where a copy put in place is fetched from inputs.local
+            assert inp.request and inp.config_key, inp.name
+            assert not inp.files or inp.config_key == f"inputs.local.{inp.name}", inp.name
     rows = manifest_table(m)
     assert sum(r["sha256"] != "unknown" for r in rows) >= 80
 

@@ -12,7 +12,7 @@ from mmt_repro.data.prepare import SOURCES as CORPUS_SOURCES
 from mmt_repro.data.prepare import corpus_plan, text_outputs
 from mmt_repro.data.wmt import WMT15_ARCHIVES as WMT15_ARCHIVE_NAMES
 from mmt_repro.io import DataError
-from mmt_repro.settings import as_plain, load_paper
+from mmt_repro.settings import IMAGE_SOURCE, as_plain, load_paper
 from mmt_repro.text.wordpiece import WORDPIECE_VOCAB_INPUT
 
 REPO = Path(workflow.basedir)
@@ -58,6 +58,8 @@ PATHS = {
     "corpus_stats": "results/data/stats/{dataset}.tsv",
     "stats": "results/data/stats.tsv",
     "text": "results/text/{dataset}/{split}.{chain}.{lang}",
+    "caption_text": "results/text/{dataset}/{split}.{k}.{chain}.{lang}",  # caption k of each image
+    "wordpiece": "results/text/wordpiece/{corpus}.{size}/vocab.txt",  # learnt offline stand-in
     "bpe_codes": "results/text/{paper}/{dataset}.{pair}/bpe.{side}.codes",
     "bpe_text": "results/text/{paper}/{dataset}.{pair}/{split}.{chain}.bpe.{lang}",
     "bpe_corpus": "results/text/{paper}/{dataset}.{pair}/corpus_{corpus}.{chain}.bpe.{lang}",
@@ -157,7 +159,8 @@ wildcard_constraints:
     paper="[a-z_]+",
     system="[a-z0-9_]+",
     seed="[0-9]+",
-    condition="congruent|shuffled",
+    condition="congruent|shuffled|no_image",
+    k="[0-9]+",
 
 
 def enabled_tables():
@@ -210,8 +213,10 @@ def multimodal(paper, system):
     return system_settings(paper, system).visual != "none"
 
 
-def paper_features(paper, dataset):
-    """The feature set a paper uses on a dataset (one per paper and dataset)."""
+def paper_features(paper, dataset, required=True):
+    """The feature set a paper uses on a dataset (one per paper and dataset); None when no table
+    of the paper on that dataset names one and it is not ``required`` (a text-only test set,
+    e.g. IWSLT, for a multimodal multi-task model)."""
     names = {
         t.get("features")
         for p, _, t in enabled_tables()
@@ -223,6 +228,8 @@ def paper_features(paper, dataset):
             f"{paper} uses several feature sets on {dataset}: {sorted(names)}; use one"
         )
     if not names:
+        if not required:
+            return None
         raise ValueError(f"no table of {paper} on {dataset} names its 'features'")
     return names.pop()
 
@@ -237,9 +244,8 @@ def feature_files(dataset, feature_set, split, options=None):
         "features", dataset=dataset, feature_set=f"{feature_set}{suffix}", split=split
     )
     files = {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
-    if fs.get("kind", "grid") == "regions" or (
-        fs.get("kind") == "pretrained" and fs.get("import") == "butd"
-    ):
+    if fs.get("kind", "grid") == "regions" or fs.get("import") == "butd":
+        # region stores: detected, given or imported (BUTD) boxes
         files["boxes"] = f"{stem}.boxes.npy"
     return files
 
@@ -311,14 +317,17 @@ def bpe_side(paper, lang):
 
 
 def table_runs(paper, table):
-    """(system, test_set, seed, condition) of every run a table needs; the shuffled-image
-    condition exists only for multimodal systems."""
+    """(system, test_set, seed, condition) of every run a table needs; the shuffled-image and
+    no-image conditions exist only for multimodal systems (no_image: the model's text-only use,
+    e.g. BertGen's MT task, for models whose images are optional)."""
     t = config["papers"][paper]["tables"][table]
     runs = []
     for system in t["systems"]:
         conditions = ["congruent"]
         if t.get("shuffled_images") and multimodal(paper, system):
             conditions.append("shuffled")
+        if t.get("no_image") and multimodal(paper, system):
+            conditions.append("no_image")
         for test_set in t["test_sets"]:
             for seed in t["seeds"]:
                 for condition in conditions:
@@ -389,6 +398,10 @@ def all_figures():
         path("figure", paper=paper, table=table, figure=f"{t['plot']}.png")
         for paper, table, t in enabled_tables()
         if t.get("plot")
+    ] + [
+        path("figure", paper=paper, table=table, figure="curves.png")
+        for paper, table, t in enabled_tables()
+        if t.get("kind") == "curves"
     ]
     return figures
 
@@ -498,17 +511,17 @@ TEXT_CHAIN = r"(lc\.)?(norm\.)?(tok|wp|char|jieba)|lc\.norm|lc|norm"
 
 
 def tokenize_inputs(wildcards):
-    """The prepared text, plus BertGen's WordPiece vocabulary for chains with the wp step."""
+    """The prepared text (caption k of each image for tokenize_captions), plus the WordPiece
+    vocabulary for chains with the wp step."""
+    k = getattr(wildcards, "k", None)
+    split = wildcards.split if k is None else f"{wildcards.split}.{k}"
     inputs = {
         "text": path(
-            "corpus",
-            dataset=wildcards.dataset,
-            split=wildcards.split,
-            lang=wildcards.lang,
+            "corpus", dataset=wildcards.dataset, split=split, lang=wildcards.lang
         )
     }
     if wildcards.chain.endswith("wp"):
-        inputs["wordpiece_vocab"] = f"resources/{WORDPIECE_VOCAB_INPUT}/vocab.txt"
+        inputs["wordpiece_vocab"] = wordpiece_vocab_file()
     return inputs
 
 
@@ -625,6 +638,44 @@ def vocab_report_targets():
     ]
 
 
+def wordpiece_vocab_file():
+    """The vocab.txt of the wp step: the recipe's ``wordpiece_vocab`` (the manifest input
+    bertgen_vocab, or one learnt by learn_wordpiece); every paper with wp must agree, since the
+    tokenised text is shared."""
+    files = {
+        rec.wordpiece_vocab
+        for rec in (s.recipe for s in SETTINGS.values())
+        if rec.subword == "wordpiece"
+    }
+    if len(files) > 1:
+        raise ValueError(
+            f"papers with the wp step name different WordPiece vocabularies: {sorted(files)}; use one"
+        )
+    return files.pop() if files else f"resources/{WORDPIECE_VOCAB_INPUT}/vocab.txt"
+
+
+def wordpiece_training_text(wildcards):
+    """What learn_wordpiece learns on: the lowercased training split of the corpus, in every
+    language of the wp recipes that the corpus has."""
+    ds = wildcards.corpus
+    langs = {
+        lang
+        for s in SETTINGS.values()
+        if s.recipe.subword == "wordpiece"
+        for lang in s.recipe.langs
+    }
+    have = [lang for lang in dataset_langs(ds) if lang in langs]
+    train = dataset_config(ds)["train"]
+    return [
+        path("text", dataset=ds, split=train, chain="lc", lang=lang) for lang in have
+    ]
+
+
+def vocab_is_wordpiece(wildcards):
+    """Whether build_vocab reads the WordPiece vocab.txt (the recipe's wp step) as it is."""
+    return recipe(wildcards.paper).subword == "wordpiece"
+
+
 def bpe_training_text(wildcards):
     """The real text of every language these codes cover, in the paper's chain, from every
     corpus the paper's systems train on (vocabulary_corpora): both BPE sides for joint codes
@@ -674,9 +725,11 @@ def bpe_codes(wildcards):
 
 
 def train_text(wildcards):
-    """The text a vocabulary is built on, in the model's form: one side, or both for a joint
-    vocabulary, of every corpus the paper's systems train on (vocabulary_corpora)."""
+    """The training text a vocabulary is built on: one side, or both for a joint vocabulary;
+    for a WordPiece recipe the vocab.txt itself (the pre-trained model's rows)."""
     paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
+    if vocab_is_wordpiece(wildcards):
+        return [wordpiece_vocab_file()]
     langs = pair.split("-") if wildcards.side == "joint" else [wildcards.side]
     return [
         (
@@ -748,6 +801,7 @@ def training_inputs(wildcards):
         "tgt_vocab": vocab_file(paper, ds, pair, tgt),
         **resource_files(wildcards),
         **{f"extra_{k}": v for k, v in train_extra_files(wildcards).items()},
+        **task_inputs(wildcards),
     }
     if settings.init_from:
         model = path(
@@ -759,12 +813,16 @@ def training_inputs(wildcards):
             seed=wildcards.seed,
         )
         inputs["init"] = f"{model}.best.pt"
+    # a multimodal system trained once for many tables (train_on) trains on text alone where no
+    # table of the paper names features for its dataset (a visual-optional model's MT run)
+    feats = None
     if multimodal(paper, wildcards.system):
+        feats = paper_features(paper, ds, required=not settings.train_on)
+    if feats is not None:
         if corpus not in ("train", "backtranslated"):
             raise ValueError(
                 f"{paper}.{wildcards.system}: corpus {corpus!r} has no images for a multimodal model"
             )
-        feats = paper_features(paper, ds)
         options = system_feature_options(paper, wildcards.system)
         for split, key in ((train, "train"), (val, "val")):
             for kind, file in feature_files(ds, feats, split, options).items():
@@ -967,6 +1025,86 @@ def decode_settings(wildcards):
     return as_plain(SETTINGS[wildcards.paper].decode_for(wildcards.system))
 
 
+def task_files(paper, system, name, task):
+    """Training files of one extra task of a multi-task system (``systems.<s>.tasks``): its
+    source text (none for captioning), target text (every caption file for captioning sets)
+    and, when it takes images, the features of its training split."""
+    ds, pair = task.dataset, task.pair
+    split = task.split or dataset_config(ds)["train"]
+    src, tgt = pair.split("-")
+    files = {}
+    if not is_captioning(pair):
+        files["src"] = model_text(paper, ds, pair, split, src)
+    if is_captioning(pair) and dataset_config(ds).get("captions_per_image"):
+        files["tgt"] = caption_files(paper, ds, split, tgt)
+    else:
+        files["tgt"] = [model_text(paper, ds, pair, split, tgt)]
+    fs = None
+    if task.images is not False and multimodal(paper, system):
+        fs = paper_features(paper, ds, required=False)
+        if fs is None and (task.images or is_captioning(pair)):
+            raise ValueError(
+                f"{paper}.{system} task {name!r}: no table of {paper} on {ds} names its features"
+            )
+    if fs is not None:
+        for kind, file in feature_files(ds, fs, split).items():
+            files[kind] = file
+    elif is_captioning(pair):
+        raise ValueError(
+            f"{paper}.{system} task {name!r} captions images: it needs images"
+        )
+    if task.val:  # its validation split, decoded after every epoch (a curve per task)
+        val = dataset_config(ds).get("val") or "valid"
+        if not is_captioning(pair):
+            files["val_src"] = model_text(paper, ds, pair, val, src)
+        files["val_ref"] = reference_files(paper, ds, val, tgt)
+        if "npy" in files:
+            for kind, file in feature_files(ds, paper_features(paper, ds), val).items():
+                files[f"val_{kind}"] = file
+    return files
+
+
+def task_inputs(wildcards):
+    """``task_<name>_<src|tgt|npy|index|boxes>`` -> file(s) of every extra training task."""
+    settings = system_settings(wildcards.paper, wildcards.system)
+    inputs = {}
+    for name, task in settings.task_settings().items():
+        for kind, file in task_files(
+            wildcards.paper, wildcards.system, name, task
+        ).items():
+            inputs[f"task_{name}_{kind}"] = file
+    return inputs
+
+
+def train_tasks(wildcards):
+    """The extra training tasks as the trainer takes them (the same files as task_inputs)."""
+    settings = system_settings(wildcards.paper, wildcards.system)
+    tasks = []
+    for name, task in settings.task_settings().items():
+        f = task_files(wildcards.paper, wildcards.system, name, task)
+        tasks.append(
+            {
+                "name": name,
+                "pair": task.pair,
+                "src": f.get("src"),
+                "tgt": list(f["tgt"]),
+                "features": [f["npy"], f["index"]] if "npy" in f else None,
+                "val": (
+                    None
+                    if "val_ref" not in f
+                    else {
+                        "src": f.get("val_src"),
+                        "refs": list(f["val_ref"]),
+                        "features": (
+                            [f["val_npy"], f["val_index"]] if "val_npy" in f else None
+                        ),
+                    }
+                ),
+            }
+        )
+    return tasks
+
+
 def train_model_name(wildcards):
     return system_settings(wildcards.paper, wildcards.system).model
 
@@ -1005,40 +1143,78 @@ def decode_direction(wildcards):
     return decoded_model(wildcards)[2]
 
 
+def is_captioning(pair):
+    """A pair ``im-<lang>``: images in, captions out (no source text)."""
+    return pair.split("-")[0] == IMAGE_SOURCE
+
+
+def model_location(paper, system, dataset, pair):
+    """(dataset, pair) of the training run whose checkpoint decodes ``system`` on ``dataset`` and
+    ``pair``: the system's ``train_on`` (one model for every table: multi-task and zero-shot
+    systems, which need a joint vocabulary), else the table's own."""
+    on = system_settings(paper, system).train_on
+    if not on:
+        return dataset, pair
+    if not recipe(paper).joint_vocab:
+        raise ValueError(
+            f"{paper}.{system} decodes every table with the model trained on {on}: its recipe needs "
+            "joint_vocab: true (one vocabulary for every language)"
+        )
+    return on["dataset"], on["pair"]
+
+
+def run_features(paper, system, dataset, split, condition="congruent"):
+    """Feature files (npy, index, boxes) a run gives the model: none for text-only systems and
+    the no-image condition; the system's feature_options apply; a system trained elsewhere (``train_on``) runs text-only on a
+    dataset where no table of the paper names features (e.g. BertGen on IWSLT)."""
+    if not multimodal(paper, system) or condition == "no_image":
+        return {}
+    fs = paper_features(
+        paper, dataset, required=not system_settings(paper, system).train_on
+    )
+    options = system_feature_options(paper, system)
+    return {} if fs is None else feature_files(dataset, fs, split, options)
+
+
 def translate_inputs(wildcards):
     """Checkpoint, source text in the model's form, vocabularies and features of a run; a
     `reverse_of` system reads its forward system's checkpoint, text and vocabularies of the
-    reversed pair (the files that model was trained with)."""
+    reversed pair (the files that model was trained with); a `train_on` system the checkpoint
+    and vocabularies of its one training run; a captioning pair (im-<lang>) no source text.
+    """
     paper, ds = wildcards.paper, wildcards.dataset
     src, tgt = wildcards.pair.split("-")
+    condition = getattr(wildcards, "condition", "congruent")
     system, pair, _ = decoded_model(wildcards)
+    m_ds, m_pair = model_location(paper, system, ds, pair)
     model = path(
         "model",
         paper=paper,
         system=system,
-        dataset=ds,
-        pair=pair,
+        dataset=m_ds,
+        pair=m_pair,
         seed=wildcards.seed,
     )
     inputs = {
         "checkpoint": f"{model}.best.pt",
-        "src": model_text(paper, ds, pair, wildcards.split, src),
-        "src_vocab": vocab_file(paper, ds, pair, src),
-        "tgt_vocab": vocab_file(paper, ds, pair, tgt),
+        "tgt_vocab": vocab_file(paper, m_ds, m_pair, tgt),
     }
-    if multimodal(paper, wildcards.system):
-        for kind, file in feature_files(
-            ds,
-            paper_features(paper, ds),
-            wildcards.split,
-            system_feature_options(paper, wildcards.system),
-        ).items():
-            inputs[f"features_{kind}"] = (
-                file  # features_npy, features_index (+ features_boxes)
-            )
-    elif getattr(wildcards, "condition", "congruent") == "shuffled":
+    if not is_captioning(pair):
+        inputs["src"] = model_text(paper, ds, pair, wildcards.split, src)
+        inputs["src_vocab"] = vocab_file(paper, m_ds, m_pair, src)
+    feats = run_features(paper, wildcards.system, ds, wildcards.split, condition)
+    for kind, file in feats.items():  # features_npy, features_index (+ features_boxes)
+        inputs[f"features_{kind}"] = file
+    if not multimodal(paper, wildcards.system) and condition in (
+        "shuffled",
+        "no_image",
+    ):
         raise ValueError(
-            f"{paper}.{wildcards.system} reads no images: no shuffled-image condition"
+            f"{paper}.{wildcards.system} reads no images: no {condition} condition"
+        )
+    if is_captioning(pair) and not feats:
+        raise ValueError(
+            f"{paper}.{system} captions {ds} ({pair}) but has no features there: name them in the table"
         )
     return inputs
 
@@ -1057,12 +1233,43 @@ def scoring(wildcards):
 
 
 def reference_text(wildcards):
-    return reference_file(
+    """The reference(s) of a run in the scoring form: one file, or every caption file of a
+    captioning test set (``captions_per_image``)."""
+    return reference_files(
         wildcards.paper,
         wildcards.dataset,
         wildcards.split,
         wildcards.pair.split("-")[1],
     )
+
+
+def reference_files(paper, dataset, split, lang):
+    k = dataset_config(dataset).get("captions_per_image")
+    if not k:
+        return [reference_file(paper, dataset, split, lang)]
+    return caption_files(paper, dataset, split, lang)
+
+
+def caption_files(paper, dataset, split, lang):
+    """The k caption files of a split (line i of each: a caption of image i) in the recipe's
+    chain (captions are word- or WordPiece-level text, never BPE)."""
+    rec = recipe(paper)
+    if rec.subword_for(lang) == "bpe":
+        raise ValueError(
+            f"{paper}: captions are not BPE-segmented per paper; use a word or wp chain"
+        )
+    k = dataset_config(dataset).get("captions_per_image") or 0
+    return [
+        path(
+            "caption_text",
+            dataset=dataset,
+            split=split,
+            k=j,
+            chain=rec.chain_for(lang),
+            lang=lang,
+        )
+        for j in range(1, k + 1)
+    ]
 
 
 def score_meta(wildcards):
@@ -1132,16 +1339,25 @@ def feature_set_config(dataset, feature_set):
     return sets[feature_set]
 
 
-def feature_sets_of(kinds):
+def feature_sets_of(kinds, imports=None):
     """A wildcard pattern matching the configured feature sets of some kinds ("grid",
-    "grid|video"), across datasets."""
+    "grid|video"), across datasets; for ``pretrained`` sets, only those importing one of
+    ``imports`` ("butd") or, with ``imports="!butd"``, all but those."""
     wanted = kinds.split("|")
+
+    def picked(fs):
+        if imports is None or fs.get("kind", "grid") != "pretrained":
+            return True
+        if imports.startswith("!"):
+            return fs.get("import") not in imports[1:].split("|")
+        return fs.get("import") in imports.split("|")
+
     names = sorted(
         {
             name
             for ds in config["datasets"].values()
             for name, fs in (ds.get("features") or {}).items()
-            if fs.get("kind", "grid") in wanted
+            if fs.get("kind", "grid") in wanted and picked(fs)
         }
     )
     return "|".join(re.escape(n) for n in names) if names else "(?!)"
@@ -1286,6 +1502,54 @@ def table_target_lang(wildcards):
     )
 
 
+def tables_of_kind(kind):
+    """A wildcard pattern matching the enabled tables of one kind (e.g. curves)."""
+    names = sorted({table for _, table, t in enabled_tables() if t.get("kind") == kind})
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+def curve_specs(wildcards):
+    """system -> {file, y, x} of a curves table: each system's training curve (seed: the
+    table's first) and its columns for the table's task: val_bleu against epoch, or, for a
+    system trained elsewhere (train_on), the validation curve of its task on the table's dataset
+    and pair (val_bleu_<task> against passes_<task>)."""
+    paper, t = wildcards.paper, table_config(wildcards)
+    specs = {}
+    for system in t["systems"]:
+        m_ds, m_pair = model_location(paper, system, t["dataset"], t["pair"])
+        model = path(
+            "model",
+            paper=paper,
+            system=system,
+            dataset=m_ds,
+            pair=m_pair,
+            seed=t["seeds"][0],
+        )
+        y, x = "val_bleu", "epoch"
+        if (m_ds, m_pair) != (t["dataset"], t["pair"]):
+            tasks = [
+                name
+                for name, task in system_settings(paper, system).task_settings().items()
+                if task.dataset == t["dataset"] and task.pair == t["pair"] and task.val
+            ]
+            if not tasks:
+                raise ValueError(
+                    f"{paper}.{system} has no task on {t['dataset']} {t['pair']} with `val: true`: "
+                    f"table {wildcards.table} has no curve to plot for it"
+                )
+            y, x = f"val_bleu_{tasks[0]}", f"passes_{tasks[0]}"
+        specs[system] = {"file": f"{model}.curve.tsv", "y": y, "x": x}
+    return specs
+
+
+def curve_test_set(wildcards):
+    return table_config(wildcards)["test_sets"][0]
+
+
+def curve_files(wildcards):
+    return sorted({spec["file"] for spec in curve_specs(wildcards).values()})
+
+
 def table_note(wildcards):
     return table_config(wildcards).get("note", "")
 
@@ -1383,7 +1647,9 @@ def make_table_inputs(wildcards):
         "scores": table_scores(wildcards.paper, wildcards.table),
         "published": PUBLISHED,
     }
-    if table_kind(wildcards.paper, wildcards.table) == "translation":
+    # a paper without significance tests (empty significance_metrics) needs none
+    kind = table_kind(wildcards.paper, wildcards.table)
+    if kind == "translation" and significance_metrics(wildcards):
         inputs["significance"] = path(
             "significance", paper=wildcards.paper, table=wildcards.table
         )

@@ -19,6 +19,38 @@ rule tokenize:
         "../scripts/tokenize.py"
 
 
+rule tokenize_captions:
+    input:
+        unpack(tokenize_inputs),
+    output:
+        PATHS["caption_text"],
+    log:
+        "results/logs/tokenize/{dataset}/{split}.{k}.{chain}.{lang}.log",
+    benchmark:
+        "results/benchmarks/tokenize/{dataset}/{split}.{k}.{chain}.{lang}.tsv"
+    conda:
+        "../../envs/text.yaml"
+    script:
+        "../scripts/tokenize.py"
+
+
+rule learn_wordpiece:
+    input:
+        wordpiece_training_text,
+    output:
+        PATHS["wordpiece"],
+    log:
+        "results/logs/learn_wordpiece/{corpus}.{size}.log",
+    benchmark:
+        "results/benchmarks/learn_wordpiece/{corpus}.{size}.tsv"
+    wildcard_constraints:
+        size="[0-9]+",
+    conda:
+        "../../envs/text.yaml"
+    script:
+        "../scripts/learn_wordpiece.py"
+
+
 rule learn_bpe:
     input:
         bpe_training_text,
@@ -66,6 +98,7 @@ rule build_vocab:
     params:
         min_freq=vocab_min_freq,
         max_size=vocab_max_size,
+        wordpiece=vocab_is_wordpiece,
     script:
         "../scripts/build_vocab.py"
 

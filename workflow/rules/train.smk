@@ -27,6 +27,7 @@ rule train_model:
         resources=train_resources,
         extras=train_extra_files,
         imports=paper_imports,
+        tasks=train_tasks,
         last=f"{PATHS['model']}.last.pt",
         device=config["device"],
     script:

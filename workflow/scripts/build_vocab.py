@@ -11,4 +11,5 @@ run_step(
     out=snakemake.output[0],
     min_freq=snakemake.params.min_freq,
     max_size=snakemake.params.max_size,
+    wordpiece=snakemake.params.wordpiece,
 )

@@ -9,7 +9,7 @@ run_step(
     snakemake.threads,
     score_files,
     hyp=snakemake.input.hyp,
-    refs=[snakemake.input.ref],
+    refs=snakemake.input.ref,  # one file, or the caption files of a captioning test set
     out_json=snakemake.output[0],
     meta=dict(snakemake.params.meta),
     metrics=tuple(scoring["metrics"]),

@@ -30,4 +30,6 @@ run_step(
     resources=dict(snakemake.params.resources),
     imports=list(snakemake.params.imports),
     train_extras=dict(snakemake.params.extras),
+    pair=snakemake.wildcards.pair,
+    tasks=list(snakemake.params.tasks),
 )

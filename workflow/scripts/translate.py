@@ -9,10 +9,10 @@ run_step(
     snakemake.threads,
     translate,
     checkpoint=inp.checkpoint,
-    src=inp.src,
+    src=inp.get("src"),  # none for captioning
     out=snakemake.output.translation,
     stats_out=snakemake.output.stats,
-    src_vocab=inp.src_vocab,
+    src_vocab=inp.get("src_vocab"),
     tgt_vocab=inp.tgt_vocab,
     features_npy=inp.get("features_npy"),
     features_index=inp.get("features_index"),
@@ -21,4 +21,5 @@ run_step(
     shuffle_images_seed=snakemake.params.shuffle_seed,
     direction=snakemake.params.direction,
     device=snakemake.params.device,
+    pair=snakemake.wildcards.pair,
 )

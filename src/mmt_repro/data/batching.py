@@ -10,9 +10,19 @@ named fields:
   without targets), with the target vocabulary's special ids;
 - ``img (batch, L, D)`` float32 and ``img_mask (batch, L)`` bool (True = a real region, segment
   or grid cell; detector regions and video segments are padded to the store's L), or None;
+- ``img_geometry (batch, L, 6)`` float32, only when the store is a region store (it has boxes,
+  :class:`~mmt_repro.features.regions.RegionStore`): each region's box as ``x1, y1, x2, y2, w, h``
+  divided by the image's width or height (zeros in padded slots);
+- ``src_lang``, ``tgt_lang``: lists of language codes, one per example, when the data was
+  given its language pair (``langs``; a multilingual model picks its output language from
+  them, e.g. BertGen's target-language specifier); ``src_lang`` is None for captioning;
 - ``ids (batch,)``: the sentences' line numbers in the split;
 - one list per extra (``extras={"align": [...]}`` gives ``batch["align"]``: word alignments,
   task ids), in batch order.
+
+Captioning data (no source text) may give several target files (``tgt_path`` a list): line
+``i`` of every file is a caption of image ``i`` (row ``i`` of the store), so the examples are
+every caption of every image (Multi30k task 2 has 5 per image, TasvirEt 2).
 
 Training order is a pure function of ``(seed, epoch)``: shuffled, bucketed by source length in
 pools of 50 batches, then the batches shuffled; so a resumed run that skips the first ``n``
@@ -38,22 +48,29 @@ class ParallelData:
         self,
         src_path: Path,
         src_vocab: Vocab,
-        tgt_path: Path | None = None,
+        tgt_path: Path | list[Path] | None = None,
         tgt_vocab: Vocab | None = None,
         features=None,
         max_len: int | None = None,
         shuffle_images_seed: int | None = None,
         image_list: Path | None = None,
         extras: dict[str, list] | None = None,
+        langs: tuple[str | None, str] | None = None,
     ):
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.langs = None if langs is None else (langs[0], langs[1])
         self.src = None
         if src_path is not None:
             # An empty source line (refused earlier by the corpus checks) decodes as a lone <unk>.
             self.src = [src_vocab.encode(line.split()) or [src_vocab.unk_id] for line in read_lines(src_path)]
         self.tgt = None
-        if tgt_path is not None:
+        caption_rows = tgt_lines = None
+        if isinstance(tgt_path, (list, tuple)):  # several captions per image
+            tgt_lines, caption_rows = self._caption_files(list(tgt_path), src_path, features, image_list)
+            tgt_path = tgt_path[0] if tgt_path else None  # named in messages
+        elif tgt_path is not None:
             tgt_lines = read_lines(tgt_path)
+        if tgt_lines is not None:
             if self.src is not None and len(tgt_lines) != len(self.src):
                 raise DataError(
                     tgt_path,
@@ -72,7 +89,9 @@ class ParallelData:
         # Sentence i reads store row i, unless an image list names each sentence's image
         # (several sentences per image, e.g. back-translated comparable descriptions).
         self.image_rows = np.arange(n)
-        if features is not None and image_list is not None:
+        if caption_rows is not None:
+            self.image_rows = caption_rows
+        elif features is not None and image_list is not None:
             names = read_lines(image_list)
             if len(names) != n:
                 raise DataError(
@@ -96,6 +115,22 @@ class ParallelData:
                 for i in self.indices
                 if (self.src is None or len(self.src[i]) <= max_len) and (self.tgt is None or len(self.tgt[i]) <= max_len)
             ]
+
+    @staticmethod
+    def _caption_files(paths: list, src_path, features, image_list) -> tuple[list[str], np.ndarray]:
+        """Lines of several caption files (line ``i`` of each describes image ``i``) and each
+        line's store row."""
+        if src_path is not None or image_list is not None:
+            raise ValueError("several target files are captions of the store's images: no source text, no image list")
+        lines, rows = [], []
+        for path in paths:
+            caps = read_lines(path)
+            if features is not None and len(caps) != len(features):
+                raise DataError(path, f"has {len(caps)} captions but the feature store has {len(features)} images",
+                                "caption file k must hold one caption per image of the split's image list")
+            lines += caps
+            rows.append(np.arange(len(caps)))
+        return lines, np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -130,6 +165,11 @@ class ParallelData:
                                 "delete the feature store and re-run feature extraction (check the images and weights)")
             batch["img"] = torch.from_numpy(img).float()
             batch["img_mask"] = torch.from_numpy(mask)
+            if hasattr(self.features, "geometry"):
+                batch["img_geometry"] = torch.from_numpy(read_geometry_rows(self.features, rows))
+        if self.langs is not None:
+            batch["src_lang"] = [self.langs[0]] * len(ids) if self.src is not None else None
+            batch["tgt_lang"] = [self.langs[1]] * len(ids)
         for name, values in self.extras.items():
             batch[name] = [values[i] for i in ids]
         return batch
@@ -191,6 +231,12 @@ def read_feature_rows(store, rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
     else:
         mask = np.ones(img.shape[:2], dtype=bool)
     return img, mask
+
+
+def read_geometry_rows(store, rows: list[int]) -> np.ndarray:
+    """``(len(rows), L, 6)`` float32 normalised box geometry of a region store's rows
+    (:meth:`~mmt_repro.features.regions.RegionStore.geometry`; zeros in padded slots)."""
+    return np.stack([np.asarray(store.geometry(r), dtype=np.float32) for r in rows])
 
 
 def check_feature_dim(model, *stores) -> None:

@@ -130,8 +130,8 @@ def fetch_input_file(
     config's ``inputs.manifest_extra``), when no ``manifest`` is given."""
     manifest = manifest or load_manifest(extra=manifest_extra)
     inp = manifest.input(input_name)
-    if inp.access != "download":
-        raise request_only_error(inp)
+    if inp.access != "download" and not (local_dir or (mirror_root and inp.mirror_dir)):
+        raise request_only_error(inp)  # a request-only file comes only from a copy the user has put in place
     f = inp.file(file_name)
     out = Path(out)
     with atomic_path(out) as tmp:

@@ -7,13 +7,14 @@ a grounded dataset takes its splits from the keys of ``datasets.<name>.sizes`` a
 from ``datasets.<name>.langs`` (:func:`mmt_repro.data.grounded.check_config`; a grounded video
 dataset adds the keys of ``time_shuffled``, :func:`mmt_repro.data.grounded_video.check_config`). The tables that
 read a dataset must name its splits (``test_sets``, ``figure.test_set``) and languages
-(``pair``). Every problem is a :class:`~mmt_repro.config.ConfigError` that names the config key
+(``pair``; ``im-<lang>`` captions the images). Every problem is a :class:`~mmt_repro.config.ConfigError` that names the config key
 and lists the valid values, raised by ``workflow/rules/common.smk`` before any job runs.
 """
 
 from __future__ import annotations
 
 from mmt_repro.config import ConfigError
+from mmt_repro.settings import IMAGE_SOURCE
 
 from . import grounded, grounded_video, multi30k
 from .manifest import Manifest
@@ -55,6 +56,8 @@ def check_tables(config: dict, layouts: dict[str, dict[str, list[str]]]) -> None
                     raise ConfigError(f"{where}: {split!r} is not a split of {ds} ({ds}.{splits_key}); valid values: "
                                       f"{', '.join(layout['splits'])}")
             for lang in str(t.get("pair", "")).split("-"):
+                if lang == IMAGE_SOURCE:  # im-<lang>: captioning, the images are the source
+                    continue
                 if lang and lang not in layout["langs"]:
                     raise ConfigError(f"{key}.pair: language {lang!r} of {t['pair']!r} is not one of {ds}.langs; "
                                       f"valid values: {', '.join(layout['langs'])}")

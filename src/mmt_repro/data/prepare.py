@@ -14,6 +14,11 @@ them), so the two cannot drift apart. Sources:
 ``coco_captions``  COCO Karpathy test references, 5 per image in Karpathy order (BertGen).
 ``tasviret``     BertGen's Flickr8k/TasvirEt image split (seeded) and, when the TasvirEt
                  archive is configured, its Turkish captions.
+``multi30k_captions``  Multi30k task 2 as captioning data (BertGen's F30k En/De captioning):
+                 ``<split>.<k>.<lang>`` (k = 1..5) and ``image_splits/<split>.txt``.
+``karpathy``     a Karpathy caption JSON (``json``, e.g. ``dataset_coco.json``) from the
+                 ``caption_datasets.zip`` archive: ``<split>.<k>.en`` and image lists of
+                 train (with restval), val and test (BertGen's COCO Karpathy test).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from .manifest import Manifest, load_manifest
 
 log = logging.getLogger(__name__)
 
-SOURCES = ("iwslt14", "newstest", "vatex", "coco_captions", "tasviret")
+SOURCES = ("iwslt14", "newstest", "vatex", "coco_captions", "tasviret", "multi30k_captions", "karpathy")
+M30K_CAPTION_SPLITS = ("train", "val", "test_2016")
 COCO_CAPTIONS_PER_IMAGE = 5
 VATEX_JSON = {"train": "vatex_training_v1.0.json", "val": "vatex_validation_v1.0.json"}
 FLICKR8K_LISTS = ("Flickr_8k.trainImages.txt", "Flickr_8k.devImages.txt", "Flickr_8k.testImages.txt")
@@ -94,6 +100,21 @@ def corpus_plan(name: str, settings: dict, manifest: Manifest | None = None) -> 
         if inp:
             inputs["archive"] = _res(inp, next(iter(entry.files)))
             outputs += [f"{s}.{k}.tr" for s in ("train", "val", "test") for k in (1, 2)]
+    elif source == "multi30k_captions":
+        k = int(settings.get("captions_per_image", 5))
+        for split in settings.get("splits", M30K_CAPTION_SPLITS):
+            for lang in settings.get("langs", ["en", "de"]):
+                for j in range(1, k + 1):
+                    inputs[f"{split}.{j}.{lang}"] = _res(inp, f"raw/{split}.{j}.{lang}.gz")
+                    outputs.append(f"{split}.{j}.{lang}")
+            inputs[f"{split}|images"] = _res(inp, f"image_splits/{split}_images.txt")
+            outputs.append(f"image_splits/{split}.txt")
+    elif source == "karpathy":
+        inputs["archive"] = _res(inp, next(iter(entry.files)))
+        k = int(settings.get("captions_per_image", 5))
+        for split in ("train", "val", "test"):
+            outputs.append(f"image_splits/{split}.txt")
+            outputs += [f"{split}.{j}.en" for j in range(1, k + 1)]
     else:
         raise DataError(None, f"dataset {name!r} has source {settings['source']!r}, which prepare_corpus does not know",
                         f"use one of {', '.join(SOURCES)}")
@@ -129,6 +150,28 @@ def _tasviret(inputs: dict[str, str], out_dir: Path, seed: int) -> dict:
         write_lines(out_dir / "image_splits" / f"{name}.txt", images)
     log.info("TasvirEt captions not configured (datasets.<name>.input): image split only")
     return {name: len(images) for name, images in split.items()}
+
+
+def _multi30k_captions(inputs: dict[str, str], out_dir: Path) -> dict[str, int]:
+    """Multi30k task 2's descriptions as captioning data: each ``<split>.<k>.<lang>`` as released
+    and the split's image list, checked to have one line per image."""
+    counts = {}
+    for key, src in inputs.items():
+        if key.endswith("|images"):
+            split = key.split("|")[0]
+            images = read_lines(src, allow_empty_lines=False)
+            write_lines(out_dir / "image_splits" / f"{split}.txt", images)
+            counts[split] = len(images)
+    for key, src in inputs.items():
+        if key.endswith("|images"):
+            continue
+        lines = read_lines(src)
+        split = key.split(".")[0]
+        if len(lines) != counts[split]:
+            raise DataError(src, f"has {len(lines)} captions, the {split} image list {counts[split]}",
+                            "fetch the Multi30k task 2 files again")
+        write_lines(out_dir / key, lines)
+    return counts
 
 
 def _known_corpus(name: str, settings: dict) -> str | None:
@@ -175,6 +218,13 @@ def prepare_corpus(name: str, settings: dict, inputs: dict[str, str], out_dir: s
         return _coco_captions(Path(inputs["captions"]), out_dir)
     if source == "tasviret":
         return _tasviret(inputs, out_dir, settings.get("split_seed", 1))
+    if source == "multi30k_captions":
+        return _multi30k_captions(inputs, out_dir)
+    if source == "karpathy":
+        with tempfile.TemporaryDirectory() as tmp:
+            json_path = extract_member(inputs["archive"], settings["json"], Path(tmp) / "captions.json")
+            return captions.prepare_karpathy(json_path, out_dir, lang="en",
+                                             captions_per_image=int(settings.get("captions_per_image", 5)))
     raise DataError(None, f"unknown corpus source {source!r}", f"use one of {', '.join(SOURCES)}")
 
 

@@ -16,7 +16,7 @@ from ..data.batching import ParallelData, check_feature_dim
 from ..device import pick_device
 from ..features.store import open_features
 from ..io import DataError, atomic_path, atomic_write, write_lines
-from ..settings import DecodeSettings
+from ..settings import DecodeSettings, pair_langs
 from ..text.vocab import Vocab
 from .loop import decode_data, to_text
 
@@ -42,7 +42,7 @@ def load_for_decoding(checkpoint, src_vocab, tgt_vocab, features_npy=None, featu
     fps = (sv.fingerprint() if sv is not None else None, tv.fingerprint())
     check_vocab(ckpt, checkpoint, *(fps if direction == "forward" else fps[::-1]))
     feats = open_features(features_npy, features_index)
-    if model.uses_visual and feats is None:
+    if model.uses_visual and feats is None and not getattr(model, "visual_optional", False):
         raise DataError(checkpoint, f"model {ckpt['model']} needs {model.visual} features", "pass the split's feature store")
     if feats is not None and not model.uses_visual:
         raise DataError(checkpoint, f"holds the text-only model {ckpt['model']}, but image features were given "
@@ -65,17 +65,22 @@ def translate(
     device: str = "auto",
     stats_out: Path | None = None,
     direction: str = "forward",
+    pair: str | None = None,
 ) -> dict:
     """Write one translation per source line (or per image, without source text) to ``out``, in
     the scoring form: ``subword`` segmentation (the paper recipe's, of the target language)
     merged back. ``decode``: :class:`~mmt_repro.settings.DecodeSettings` keys. ``stats_out``:
     a JSON of what decoding did (sentences, speed, empty hypotheses, hypotheses cut at
     max_len), which scoring reads to flag degenerate output. ``direction``: ``backward`` decodes
-    the target-to-source model of a bidirectional checkpoint (see :func:`load_for_decoding`)."""
+    the target-to-source model of a bidirectional checkpoint (see :func:`load_for_decoding`).
+    ``pair``: the language pair (``src-tgt``; ``im-tgt`` captions images, ``src`` None), which
+    batches carry for multilingual models. Without ``features_npy`` a model whose images are
+    optional (``visual_optional``) translates the text alone (BertGen's MT task)."""
     settings = DecodeSettings(**(decode or {}))
     model, _, sv, tv, feats, dev = load_for_decoding(checkpoint, src_vocab, tgt_vocab, features_npy, features_index,
                                                      device, direction)
-    data = ParallelData(src, sv, features=feats, shuffle_images_seed=shuffle_images_seed)
+    langs = pair_langs(pair) if pair else None
+    data = ParallelData(src, sv, features=feats, shuffle_images_seed=shuffle_images_seed, langs=langs)
     started = time.monotonic()
     result = decode_data(model, data, settings, dev)
     hyps = to_text(result.hyps, tv, subword)

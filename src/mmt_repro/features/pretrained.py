@@ -80,6 +80,9 @@ def import_pretrained(
     layer read from the file's shape. Returns a summary dict (n, shape, layer/kind, seconds)."""
     if kind not in KINDS:
         raise ValueError(f"unknown pretrained feature kind {kind!r}; valid kinds: {', '.join(KINDS)}")
+    if not src or str(src).strip() in ("", "."):
+        raise DataError(None, f"no folder of pre-extracted {kind} features is configured",
+                        "set the feature set's `src` (datasets.<dataset>.features.<set>.src) to the folder holding them")
     src, image_list, out_npy, out_index = Path(src), Path(image_list), Path(out_npy), Path(out_index)
     if not src.exists():
         raise DataError(src, "pre-extracted features do not exist", "download the official features and set their path")

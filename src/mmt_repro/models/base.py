@@ -7,7 +7,9 @@ Build
     - ``config``: the model's dataclass config (``config/papers/<paper>.yaml``,
       ``systems.<system>.model_config``, checked key by key);
     - ``vocabs``: :class:`Vocabs`, the sizes and special-token ids of the source (None when the
-      task has no source text, e.g. captioning) and target vocabularies;
+      task has no source text, e.g. captioning) and target vocabularies, and the ids of their
+      reserved tokens by name (``VocabSpec.reserved``: BERT-style ``[SEP]``, ``[MASK]``,
+      ``[TO_DE]``; empty for ordinary vocabularies);
     - ``resources``: ``{name: Path}``, the pretrained vectors or weights the system declares
       (``systems.<system>.resources``; DAG inputs of the training job; a path may name the
       run's ``{paper}``, ``{dataset}``, ``{pair}``, ``{src}``, ``{tgt}``, e.g. a vocabulary-sized
@@ -22,9 +24,29 @@ Train
 Data
     ``visual`` (class attribute): ``none | grid | regions | video``. A model that reads features
     gets ``batch["img"] (batch, L, D)`` and ``batch["img_mask"] (batch, L)`` (True = a real
-    region or segment; padded slots are False). Per-example extras (word alignments, task ids)
-    are lists in the batch under their own names. ``wrap_training_data(data)`` may replace the
-    training data by a view of it (BertGen's unrolled multi-task mix); the default keeps it.
+    region or segment; padded slots are False); from a region store (detector boxes beside the
+    features) also ``batch["img_geometry"] (batch, L, 6)``: each box as ``x1, y1, x2, y2, w, h``
+    divided by the image's width or height (zeros in padded slots). ``visual_optional`` (class
+    attribute, default False): the model also runs without its visual input (no ``img``), e.g.
+    BertGen's text-only MT tasks; decoding then accepts a run without features.
+
+    When the data knows its language pair (the rules pass ``{pair}``; ``im-<lang>`` is
+    captioning), batches carry ``src_lang`` and ``tgt_lang``: lists of language codes, one per
+    example (``src_lang`` None without source text); a multilingual model picks its output
+    language from ``tgt_lang``. Per-example extras (word alignments, task ids) are lists in the
+    batch under their own names.
+
+    ``wrap_training_data(data, tasks)`` may replace the training data by a view of it (BertGen's
+    unrolled multi-task mix); the default keeps it. ``tasks`` is given only to systems that
+    declare extra training tasks (``systems.<system>.tasks``: other datasets and pairs, e.g.
+    captioning and MT corpora): ``{name: ParallelData}``, read with the run's vocabularies,
+    each with its language pair and, where the task has images, its feature store. The
+    replacement must offer what the trainer uses of :class:`~mmt_repro.data.batching.ParallelData`:
+    ``len``, ``train_batches(batch_size, seed, epoch, by_tokens)`` (a pure function of seed and
+    epoch, a sequence of batches), ``collate(batch)`` and ``n_target_tokens()``; it may add
+    ``curve_columns(batches, batch_size) -> {name: value}`` to every row of the training curve
+    (BertGen: passes over each task). A task with ``val: true`` is also decoded after every
+    epoch on its validation split (curve column ``val_bleu_<task>``).
 
 Decode (``decoding``, class attribute)
     - ``"step"``: encoder-decoder step search, greedy and batched beam
@@ -49,11 +71,16 @@ Directions (``directions``, class attribute; default ``("forward",)``)
 
 Special token ids (``pad``, ``bos``, ``eos``, ``unk`` and optionally ``mask``) come from the
 target vocabulary (``model.specials``), never from constants.
+
+One model for many tables: a system with ``train_on: {dataset, pair}`` is trained once, on that
+dataset and pair (its validation set picks the best checkpoint), and every table listing the
+system decodes with that one checkpoint and its vocabularies (BertGen's multi-task model on
+every task, zero-shot pairs included).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -83,14 +110,18 @@ class Specials:
 
 @dataclass(frozen=True)
 class VocabSpec:
-    """What a model needs to know of one vocabulary."""
+    """What a model needs to know of one vocabulary: its size, the special ids and the ids of
+    its reserved tokens by name (``{"[SEP]": 106, "[TO_DE]": 21, ...}``; BERT-style bracketed
+    names, :data:`mmt_repro.text.vocab.RESERVED`; empty for ordinary vocabularies)."""
 
     size: int
     specials: Specials = Specials()
+    reserved: dict = field(default_factory=dict, hash=False, compare=True)
 
     @classmethod
     def of(cls, vocab) -> VocabSpec:
-        return cls(size=len(vocab), specials=Specials.of(vocab))
+        reserved = vocab.reserved() if hasattr(vocab, "reserved") else {}
+        return cls(size=len(vocab), specials=Specials.of(vocab), reserved=dict(reserved))
 
 
 @dataclass(frozen=True)
@@ -111,14 +142,19 @@ class Vocabs:
 
     def to_dict(self) -> dict:
         def one(v):
-            return None if v is None else {"size": v.size, "specials": vars(v.specials).copy()}
+            if v is None:
+                return None
+            out = {"size": v.size, "specials": vars(v.specials).copy()}
+            if v.reserved:
+                out["reserved"] = dict(v.reserved)
+            return out
 
         return {"src": one(self.src), "tgt": one(self.tgt)}
 
     @classmethod
     def from_dict(cls, data: dict) -> Vocabs:
         def one(v):
-            return None if v is None else VocabSpec(v["size"], Specials(**v["specials"]))
+            return None if v is None else VocabSpec(v["size"], Specials(**v["specials"]), dict(v.get("reserved") or {}))
 
         return cls(src=one(data["src"]), tgt=one(data["tgt"]))
 
@@ -128,6 +164,7 @@ class MMTModel(nn.Module):
 
     registry_name: str = ""  # set by @register
     visual: str = "none"
+    visual_optional: bool = False  # also runs without its visual input (BertGen's MT tasks)
     decoding: str = "step"
     directions: tuple[str, ...] = ("forward",)  # + "backward": a target-to-source model in the same checkpoint
 
@@ -164,8 +201,12 @@ class MMTModel(nn.Module):
         """Feature size the model expects on the last axis of ``img`` (None: any / none)."""
         return getattr(self.config, "img_dim", None) if self.uses_visual else None
 
-    def wrap_training_data(self, data):
-        """Hook for a multi-task mix or on-the-fly example making; default: the data as is."""
+    def wrap_training_data(self, data, tasks=None):
+        """Hook for a multi-task mix or on-the-fly example making; default: the data as is
+        (a model that does not override it takes no extra training tasks)."""
+        if tasks:
+            raise ValueError(f"{self.registry_name} takes no extra training tasks ({', '.join(tasks)}): "
+                             "drop the system's `tasks`")
         return data
 
     def search(self, batch: dict, settings, specials: Specials) -> list[list[int]]:

@@ -16,8 +16,10 @@ Table columns, in order (:data:`COLUMNS`):
     mean over seeds rounded to 2 decimals, sample standard deviation (empty for one seed),
     number of seeds. ``ours`` is empty for rows we did not produce, never a copy of the paper.
 ``paper_value, delta``
-    published value (congruent condition only) and ``ours - paper_value``; empty when either
-    side is missing, or when the run differs from the paper's set-up (``not_comparable``).
+    published value (congruent condition unless the published row's optional ``condition``
+    column says otherwise, e.g. ``shuffled``: a paper's incongruent-image probe) and
+    ``ours - paper_value``; empty when either side is missing, or when the run differs from the
+    paper's set-up (``not_comparable``).
 ``paper_marks``
     the paper's own significance marks on that value, as printed (e.g. ``†‡``; their meaning
     is in the published row's ``source``), from the optional ``marks`` column of
@@ -64,7 +66,8 @@ KEY_COLUMNS = ["paper", "table", "system", "pair", "test_set", "condition", "met
 TEXT_COLUMNS = KEY_COLUMNS + ["paper_marks", "signature", "note"]
 FLOAT_COLUMNS = ["ours", "ours_std", "paper_value", "delta", "p_value"]
 PUBLISHED_COLUMNS = ["paper", "table", "system", "pair", "test_set", "metric", "value", "source"]
-# optional: ``marks``, the paper's significance marks on the value as printed (empty: none)
+# optional: ``marks``, the paper's significance marks on the value as printed (empty: none), and
+# ``condition`` (empty: congruent), the test condition the value was measured in
 CONGRUENT = "congruent"
 NOT_RUN = "not run in this configuration"
 
@@ -83,11 +86,14 @@ def read_published(path: Path) -> pd.DataFrame:
         raise DataError(path, f"missing columns {missing}", f"the header must be: {' '.join(PUBLISHED_COLUMNS)}")
     if "marks" not in df.columns:
         df["marks"] = ""
+    if "condition" not in df.columns:
+        df["condition"] = ""
+    df["condition"] = df["condition"].fillna("").replace("", CONGRUENT)
     try:
         df["value"] = df["value"].astype(float)
     except ValueError as err:
         raise DataError(path, f"non-numeric value ({err})", "write values as plain numbers, e.g. 36.5") from err
-    key = ["paper", "table", "system", "pair", "test_set", "metric"]
+    key = ["paper", "table", "system", "pair", "test_set", "condition", "metric"]
     dup = df[df.duplicated(key, keep=False)]
     if len(dup):
         first = dup.iloc[0]
@@ -270,7 +276,7 @@ def make_table(
     paper_values: dict[tuple, float] = {}
     paper_marks: dict[tuple, str] = {}
     for r in pub.itertuples(index=False):
-        key = (r.system, r.pair, r.test_set, CONGRUENT, r.metric)
+        key = (r.system, r.pair, r.test_set, r.condition, r.metric)
         paper_values[key] = float(r.value)
         paper_marks[key] = r.marks
         if key not in rows:
@@ -459,7 +465,8 @@ def make_table_from_files(
                 raise DataError(published, f"no published row for unavailable system {system!r} of {paper}/{table}",
                                 "list only systems the paper reports")
             unavailable.extend(
-                {"system": system, "pair": r.pair, "test_set": r.test_set, "metric": r.metric, "reason": reason}
+                {"system": system, "pair": r.pair, "test_set": r.test_set, "condition": r.condition, "metric": r.metric,
+                 "reason": reason}
                 for r in rows.itertuples()
             )
     return make_table(

@@ -279,6 +279,10 @@ class Recipe:
         zh_segmentation: step segmenting Chinese (``"char"`` or ``"jieba"``), None for papers without Chinese.
         published_vocab: the vocabulary sizes the paper reports, ``(lang, size)`` pairs (a
             mapping in YAML), shown beside ours in ``results/data/vocab/<paper>.tsv``.
+        wordpiece_vocab: the ``vocab.txt`` the ``wp`` step reads (repository-relative): the
+            manifest input's (M-BERT's pieces, BertGen's task tokens), or one learnt by the rule
+            ``learn_wordpiece`` (``results/text/wordpiece/<corpus>.<size>/vocab.txt``: ``size``
+            pieces learnt on the lowercased training split of ``corpus``; offline runs).
         scoring: what is undone before scoring and how the paper scores.
         source: the sentence(s) of the paper these values follow.
         notes: where the paper is silent or ambiguous, what we chose and why.
@@ -299,6 +303,7 @@ class Recipe:
     lowercase: bool = False
     zh_segmentation: str | None = None
     published_vocab: tuple[tuple[str, int], ...] = ()
+    wordpiece_vocab: str = f"resources/{WORDPIECE_VOCAB_INPUT}/vocab.txt"
     scoring: str = ""
     source: str = ""
     notes: str = ""

@@ -3,6 +3,16 @@
 Ids 0-3 are always ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>``; the corpus tokens follow in
 order of frequency (descending), ties broken by the token itself, so the same files always
 give the same ids. The fingerprint lets a checkpoint record which vocabulary it was trained with.
+
+A pre-trained WordPiece vocabulary (BertGen's M-BERT ``vocab.txt``) becomes a vocabulary with
+:meth:`Vocab.from_wordpiece`: the four specials, then every line of the file in file order, so
+that id ``4 + i`` is line ``i`` and a model can take its pre-trained rows in order.
+
+*Reserved tokens* are the BERT-style bracketed upper-case names such as ``[MASK]``, ``[SEP]``,
+``[TO_DE]`` (:data:`RESERVED`; ``[unused17]`` is not one). Corpus text never holds them as one
+token (Moses escapes brackets, WordPiece splits them off), so :meth:`Vocab.reserved` can hand a
+model their ids by name (:class:`mmt_repro.models.base.VocabSpec`), and :attr:`Vocab.mask_id`
+is the id of ``[MASK]`` where the vocabulary has it.
 """
 
 from __future__ import annotations
@@ -10,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,6 +29,9 @@ from mmt_repro.io import DataError, atomic_write, read_lines
 
 FORMAT = "mmt_repro.vocab"
 FORMAT_VERSION = 1
+#: A reserved token: ``[NAME]`` with NAME in upper case, digits and underscores (BERT style).
+RESERVED = re.compile(r"^\[[A-Z][A-Z0-9_]*\]$")
+MASK = "[MASK]"
 
 
 class Vocab:
@@ -67,6 +81,31 @@ class Vocab:
         if max_size is not None:
             ranked = ranked[:max_size]
         return cls(tok for tok, _ in ranked)
+
+    @classmethod
+    def from_wordpiece(cls, vocab_txt: str | os.PathLike) -> Vocab:
+        """The specials, then every line of a WordPiece ``vocab.txt`` in file order (id ``4 + i`` =
+        line ``i``). Lines that are empty, hold whitespace or spell one of our specials are
+        refused: the id layout must stay ``4 + line`` for a model to map pre-trained rows."""
+        path = Path(vocab_txt)
+        lines = read_lines(path)
+        bad = [(i + 1, t) for i, t in enumerate(lines) if not t or t.split() != [t] or t in cls.SPECIALS]
+        if bad:
+            raise DataError(path, f"line(s) {bad[:5]} are empty, hold whitespace or spell a special symbol",
+                            "use a BERT vocab.txt (one token per line)")
+        try:
+            return cls(lines)
+        except ValueError as err:
+            raise DataError(path, f"not a usable WordPiece vocabulary: {err}", "use a BERT vocab.txt") from err
+
+    @property
+    def mask_id(self) -> int | None:
+        """Id of ``[MASK]`` (masked-LM vocabularies), None when the vocabulary has none."""
+        return self._stoi.get(MASK)
+
+    def reserved(self) -> dict[str, int]:
+        """Ids of the reserved tokens (``[SEP]``, ``[MASK]``, ``[TO_DE]``...), see the module docstring."""
+        return {tok: i for i, tok in enumerate(self._itos) if RESERVED.match(tok)}
 
     # --- persistence -------------------------------------------------------------------------
 
@@ -165,8 +204,16 @@ class Vocab:
         return f"Vocab(size={len(self)}, fingerprint={self.fingerprint()})"
 
 
-def build_vocab_file(inputs: list[Path], out: Path, max_size: int | None = None, min_freq: int = 1) -> Path:
-    """Build a vocabulary from ``inputs`` and save it to ``out`` (the build_vocab rule)."""
+def build_vocab_file(inputs: list[Path], out: Path, max_size: int | None = None, min_freq: int = 1,
+                     wordpiece: bool = False) -> Path:
+    """Build a vocabulary from ``inputs`` and save it to ``out`` (the build_vocab rule). With
+    ``wordpiece`` (a recipe with the ``wp`` step) ``inputs`` is the WordPiece ``vocab.txt`` and
+    the vocabulary is that file as it is (:meth:`Vocab.from_wordpiece`; the pre-trained model's
+    rows), so ``max_size`` and ``min_freq`` are not used."""
+    if wordpiece:
+        if len(inputs) != 1:
+            raise ValueError(f"a WordPiece vocabulary is built from its one vocab.txt, got {inputs}")
+        return Vocab.from_wordpiece(inputs[0]).save(out)
     vocab = Vocab.build([Path(p) for p in inputs], max_size=max_size, min_freq=min_freq)
     return vocab.save(out)
 

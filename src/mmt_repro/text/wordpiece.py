@@ -118,3 +118,32 @@ def merge_wordpiece_line(line: str) -> str:
         else:
             words.append(piece)
     return " ".join(words)
+
+
+#: Reserved tokens of a vocabulary learnt here, in BertGen's order (its vocab.txt renames M-BERT's
+#: [unused1-20] to [STOP] and task tokens, then keeps [UNK] [CLS] [SEP] [MASK]).
+LEARNED_SPECIALS = ("[PAD]", "[STOP]", "[TO_EN]", "[TO_DE]", "[TO_FR]", "[TO_TU]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def learn_wordpiece(inputs: list[str | os.PathLike], out: str | os.PathLike, vocab_size: int,
+                    min_frequency: int = 2) -> Path:
+    """Learn a small WordPiece ``vocab.txt`` on ``inputs`` (text as the ``lc`` step leaves it),
+    with BERT's pre-tokenisation (whitespace and punctuation) and ``##`` continuations, through
+    Hugging Face ``tokenizers``; the reserved tokens of :data:`LEARNED_SPECIALS` come first.
+    Stands in for M-BERT's 119,547 pieces where they cannot be had (offline tests, the smoke
+    run, the CPU run on real text): the same ``wp`` step reads it."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    from mmt_repro.io import atomic_write, read_lines
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix=CONTINUATION))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                        special_tokens=list(LEARNED_SPECIALS), continuing_subword_prefix=CONTINUATION,
+                                        show_progress=False)
+    lines = [line for path in inputs for line in read_lines(path)]
+    tok.train_from_iterator(lines, trainer=trainer, length=len(lines))
+    vocab = sorted(tok.get_vocab().items(), key=lambda kv: kv[1])
+    with atomic_write(out) as fh:
+        fh.write("".join(f"{t}\n" for t, _ in vocab))
+    return Path(out)

@@ -36,8 +36,9 @@ from ..device import pick_device
 from ..features.store import open_features
 from ..io import DataError, atomic_path, atomic_write, read_lines
 from ..metrics.mt import corpus_scores
+from ..text.recipes import merge_subwords
 from ..models import Vocabs, build_model
-from ..settings import DecodeSettings, TrainConfig, import_model_modules, make_train_config
+from ..settings import DecodeSettings, TrainConfig, import_model_modules, make_train_config, pair_langs
 from ..text.vocab import Vocab
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,7 @@ class _Run:
     best_checkpoint: Path
     last_checkpoint: Path
     curve: Path
+    val_tasks: list = field(default_factory=list)  # (name, data, [refs per reference file]) of extra tasks
     progress: dict = field(default_factory=lambda: {
         "epoch": 1, "batch_in_epoch": 0, "step": 0, "best_bleu": -1.0, "bad_epochs": 0, "history": [], "done": False})
 
@@ -166,13 +168,15 @@ class _Run:
                         self.progress, self.configs, imports=self.imports)
 
 
-def _load_data(cfg, sv, tv, files: dict, train_features, val_features, train_image_list, train_extras=None):
+def _load_data(cfg, sv, tv, files: dict, train_features, val_features, train_image_list, train_extras=None,
+               langs=None):
     """Training and validation data, and the validation references, checked. ``train_extras``:
-    ``{name: file}`` with one line per training pair, given to the model as ``batch[name]``."""
+    ``{name: file}`` with one line per training pair, given to the model as ``batch[name]``;
+    ``langs``: the pair's languages, which batches carry for multilingual models."""
     extras = {name: read_lines(path) for name, path in (train_extras or {}).items()}
     train_data = ParallelData(files["train_src"], sv, files["train_tgt"], tv, features=train_features,
-                              max_len=cfg.max_len, image_list=train_image_list, extras=extras or None)
-    val_data = ParallelData(files["val_src"], sv, files["val_tgt"], tv, features=val_features)
+                              max_len=cfg.max_len, image_list=train_image_list, extras=extras or None, langs=langs)
+    val_data = ParallelData(files["val_src"], sv, files["val_tgt"], tv, features=val_features, langs=langs)
     refs = read_lines(files["val_ref"])
     if len(refs) != val_data.n_examples:
         raise DataError(files["val_ref"], f"has {len(refs)} lines, validation data has {val_data.n_examples}",
@@ -181,6 +185,38 @@ def _load_data(cfg, sv, tv, files: dict, train_features, val_features, train_ima
         raise DataError(files["train_src"] or files["train_tgt"],
                         f"no training pair is at most max_len={cfg.max_len} tokens long", "raise max_len")
     return train_data, val_data, refs
+
+
+def _load_tasks(cfg, sv, tv, tasks: list[dict]) -> tuple[dict[str, ParallelData], list]:
+    """The extra training tasks of a multi-task system (``systems.<s>.tasks``), by name: each
+    ``{"name", "pair", "src" (None for captioning), "tgt" (a file, or the caption files of a
+    split), "features": (npy, index) or None}`` read with the run's vocabularies and ``max_len``;
+    and the validation sets of those with ``"val": {"src", "refs", "features"}`` (decoded after
+    every epoch into the curve column ``val_bleu_<name>``)."""
+    out, vals = {}, []
+    for task in tasks:
+        src_lang, tgt_lang = pair_langs(task["pair"])
+        feats = open_features(*(task.get("features") or (None, None)))
+        tgt = task["tgt"]
+        if isinstance(tgt, (list, tuple)):  # one file, or several captions per image
+            tgt = tgt[0] if len(tgt) == 1 else list(tgt)
+        data = ParallelData(task.get("src"), sv, tgt, tv,
+                            features=feats, max_len=cfg.max_len, langs=(src_lang, tgt_lang))
+        if len(data) == 0:
+            raise DataError(task.get("src") or tgt, f"task {task['name']!r} has no training pair of at most "
+                            f"max_len={cfg.max_len} tokens", "raise max_len")
+        out[task["name"]] = data
+        val = task.get("val")
+        if val:
+            vdata = ParallelData(val.get("src"), sv, features=open_features(*(val.get("features") or (None, None))),
+                                 langs=(src_lang, tgt_lang))
+            refs = [read_lines(r) for r in val["refs"]]
+            for path, lines in zip(val["refs"], refs):
+                if len(lines) != vdata.n_examples:
+                    raise DataError(path, f"has {len(lines)} lines, the task's validation data has {vdata.n_examples}",
+                                    "re-run preprocessing")
+            vals.append((task["name"], vdata, refs))
+    return out, vals
 
 
 def _init_from(run: _Run, init_checkpoint: Path, model_name: str) -> None:
@@ -304,11 +340,14 @@ def _run_epoch(run: _Run, flag: _SignalFlag, started: float, elapsed_before: flo
     return sums, time.monotonic() - t0, None
 
 
-def validate(run: _Run) -> float:
-    """Validation BLEU: decode the validation set, merge subwords, score against the references."""
+def validate(run: _Run, data=None, refs: list[list[str]] | None = None) -> float:
+    """Validation BLEU: decode the validation set (or ``data``), merge subwords, score against
+    the references (``refs``: one list per reference file)."""
     settings = DecodeSettings(beam_size=run.cfg.val_beam, max_len=run.cfg.val_max_len, batch_size=run.cfg.val_batch_size)
-    hyps = to_text(decode_data(run.model, run.val_data, settings, run.device).hyps, run.tgt_vocab, run.subword)
-    return corpus_scores(hyps, [run.refs], metrics=("bleu",), tokenize="none")["bleu"]["value"]
+    data = run.val_data if data is None else data
+    hyps = to_text(decode_data(run.model, data, settings, run.device).hyps, run.tgt_vocab, run.subword)
+    refs = [run.refs] if refs is None else [merge_subwords(r, run.subword) for r in refs]
+    return corpus_scores(hyps, refs, metrics=("bleu",), tokenize="none")["bleu"]["value"]
 
 
 def _end_epoch(run: _Run, sums: dict, seconds: float, elapsed: float, budget_stop: str | None) -> str | None:
@@ -332,6 +371,10 @@ def _end_epoch(run: _Run, sums: dict, seconds: float, elapsed: float, budget_sto
     row = {"epoch": epoch, "step": p["step"], "val_bleu": round(bleu, 2), "lr": run.optimizer.param_groups[0]["lr"],
            "tokens_per_s": round(sums.get("n_tokens", 0) / max(seconds, 1e-9), 1), "elapsed_s": round(elapsed, 1)}
     row.update({k: round(v, 5) for k, v in means.items()})
+    for name, data, refs in run.val_tasks:  # the extra tasks' curves (BertGen's Figure 4)
+        row[f"val_bleu_{name}"] = round(validate(run, data, refs), 2)
+    if hasattr(run.train_data, "curve_columns"):  # e.g. passes over each task (data views)
+        row.update(run.train_data.curve_columns(p["step"] * cfg.accumulate, cfg.batch_size))
     p["history"].append(row)
     log.info("epoch %d done: train loss %.4f, val BLEU %.2f%s", epoch, means.get("train_loss", 0.0), bleu,
              " (best)" if improved else "")
@@ -404,6 +447,8 @@ def train(
     resources: dict | None = None,
     imports: list[str] | tuple[str, ...] = (),
     train_extras: dict | None = None,
+    pair: str | None = None,
+    tasks: list[dict] | None = None,
 ) -> dict:
     """Train ``model_name`` and write ``best_checkpoint`` (best validation BLEU), the resumable
     ``last_checkpoint`` and the ``curve`` TSV.
@@ -418,7 +463,10 @@ def train(
     by name. ``resources``: ``{name: path}`` the system declares (pretrained vectors or weights).
     ``imports``: extra modules that register the model. ``train_extras``: ``{name: file}``,
     per-example extras of the training pairs (one line each, e.g. ``align``: the word alignments
-    of the align stage), in the batch as ``batch[name]`` (lists of lines). Returns a summary dict."""
+    of the align stage), in the batch as ``batch[name]`` (lists of lines). ``pair``: the language
+    pair (``src-tgt``, ``im-tgt`` for captioning): batches then carry ``src_lang``/``tgt_lang``.
+    ``tasks``: the extra training tasks of a multi-task system (:func:`_load_tasks`), handed to
+    the model's ``wrap_training_data(data, tasks)``. Returns a summary dict."""
     cfg = make_train_config(train_config)
     import_model_modules(imports)
     dev = pick_device(device)
@@ -426,13 +474,19 @@ def train(
     sv = Vocab.load(src_vocab) if src_vocab is not None else None
     tv = Vocab.load(tgt_vocab)
     files = {"train_src": train_src, "train_tgt": train_tgt, "val_src": val_src, "val_tgt": val_tgt, "val_ref": val_ref}
+    langs = pair_langs(pair) if pair else None
     train_data, val_data, refs = _load_data(cfg, sv, tv, files, train_features, val_features, train_image_list,
-                                            train_extras)
+                                            train_extras, langs)
+    refs = merge_subwords(refs, subword)  # a wp chain's references hold pieces (others: unchanged)
+    task_data, val_tasks = _load_tasks(cfg, sv, tv, tasks or [])
     model = build_model(model_name, model_config, Vocabs.of(sv, tv), {k: Path(v) for k, v in (resources or {}).items()})
     model.to(dev)
     check_feature_dim(model, train_features, val_features)
     optimizer = _optimizer(cfg, model.parameters())
-    train_data = model.wrap_training_data(train_data)
+    # the model may replace the data by a view of it; extra tasks go to models that take them
+    train_data = model.wrap_training_data(train_data, task_data) if task_data else model.wrap_training_data(train_data)
+    if hasattr(train_data, "counts"):
+        log.info("training examples per task: %s", train_data.counts())
     updates = 0  # per epoch: only the linear schedule without decay_steps needs it
     if cfg.lr_schedule == "linear" and not cfg.decay_steps:
         updates = -(-len(train_data.train_batches(cfg.batch_size, cfg.seed, 1, by_tokens=cfg.batch_by_tokens)) // cfg.accumulate)
@@ -443,7 +497,7 @@ def train(
                     "tgt_size": len(tv)},
         configs={"model": dataclasses.asdict(model.config), "train": dataclasses.asdict(cfg)},
         imports=list(imports), best_checkpoint=Path(best_checkpoint), last_checkpoint=Path(last_checkpoint),
-        curve=Path(curve),
+        curve=Path(curve), val_tasks=val_tasks,
     )
     if init_checkpoint is not None:
         _init_from(run, Path(init_checkpoint), model_name)
