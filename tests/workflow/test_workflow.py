@@ -45,6 +45,18 @@ def test_dry_run_of_full_config_resolves_every_target(tmp_path):
         assert rule in out, f"{rule} missing from the full plan:\n{out}"
 
 
+@pytest.mark.parametrize("configs", [(), ("--configfile", str(REPO / "config" / "smoke.yaml"))], ids=["full", "smoke"])
+def test_dry_run_of_all_plans_every_papers_vocab_report(tmp_path, configs):
+    """`all` (what make smoke and the e2e lane build) plans with every paper's tables, the
+    vocabulary reports included: captioning pairs (im-<lang>) and `train_on` systems have no
+    vocabulary of their own there (a planning error here stopped the whole smoke run once)."""
+    res = snakemake("all", "-n", "--directory", str(tmp_path), *configs)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    for paper in ("doubly_attentive", "emb_pred", "visual_agreement", "deepfuse", "bertgen"):
+        assert f"results/data/vocab/{paper}.tsv" in out, f"no vocabulary report of {paper} planned"
+
+
 def test_unknown_config_key_stops_the_run_naming_it(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("papers:\n  doubly_attentive:\n    overrides:\n      decode: {beamsize: 3}\n", encoding="utf-8")

@@ -552,9 +552,19 @@ def vocab_report_rows(wildcards):
     rec = recipe(paper)
     published = dict(rec.published_vocab)
     rows, seen = [], set()
+    # the vocabularies the paper's models are trained with: a table's own (dataset, pair), or a
+    # `train_on` system's one training run; captioning pairs (im-<lang>) have no source side
+    runs = []
     for p, _, t in enabled_tables():
-        ds, pair = t["dataset"], canonical_pair(paper, t["dataset"], t["pair"])
-        if p != paper or (ds, pair) in seen:
+        if p != paper:
+            continue
+        for system in t["systems"]:
+            ds, pair = model_location(paper, system, t["dataset"], t["pair"])
+            if not is_captioning(pair) and (ds, pair, t) not in runs:
+                runs.append((ds, pair, t))
+    for ds, table_pair, t in runs:
+        pair = canonical_pair(paper, ds, table_pair)
+        if (ds, pair) in seen:
             continue
         seen.add((ds, pair))
         src, tgt = pair.split("-")
