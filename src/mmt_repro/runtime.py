@@ -54,7 +54,8 @@ def set_threads(threads: int | None) -> None:
 
 def run_step(log_path: str | Path | None, threads: int | None, func: Callable[..., Any], **kwargs) -> Any:
     """Call ``func(**kwargs)`` with logging and threads set; on bad input log the message and
-    exit with status 1 (no traceback noise); other errors propagate with their traceback."""
+    exit with status 1 (no traceback noise); other errors are logged with their traceback (the
+    job's log file) and propagate."""
     setup_logging(log_path)
     set_threads(threads)
     log = logging.getLogger("mmt_repro.step")
@@ -66,5 +67,9 @@ def run_step(log_path: str | Path | None, threads: int | None, func: Callable[..
     except (DataError, ConfigError) as err:
         log.error("%s", err)
         sys.exit(1)
+    except Exception:
+        # the job's log file is where users look first: the traceback goes there too
+        log.exception("%s.%s failed", func.__module__, func.__name__)
+        raise
     log.info("done in %.1f s", time.monotonic() - started)
     return result

@@ -66,3 +66,23 @@ def test_analysis_with_the_wrong_inputs_or_name_is_refused(tmp_path):
         run_analysis("doubly_attentive.beta_shares", "translation", {}, tmp_path / "b.json", {})
     with pytest.raises(ValueError, match="unknown analysis 'doubly_attentive.nope'; registered: .*doubly_attentive.beta_shares"):
         run_analysis("doubly_attentive.nope", "attention", {}, tmp_path / "b.json", {})
+
+
+def test_analysis_takes_one_reference_given_as_a_list(tmp_path):
+    """The analyse rule hands the references as a list (several for captioning test sets); a
+    one-file list reaches the analysis as its one Path (emb_pred.rare_f read a list and failed)."""
+    import mmt_repro.models  # noqa: F401  (registers the analyses)
+
+    (tmp_path / "hyp").write_text("a b\nc\n", encoding="utf-8")
+    (tmp_path / "ref").write_text("a b\nd\n", encoding="utf-8")
+    (tmp_path / "train").write_text("a a b\nc d\n", encoding="utf-8")
+    files = {"hyp": str(tmp_path / "hyp"), "ref": [str(tmp_path / "ref")], "train": str(tmp_path / "train")}
+    result = run_analysis("emb_pred.rare_f", "translation_train", files, tmp_path / "r.json", {})
+    scores = result["scores"]
+    # bin 2 holds 'a' (in hypothesis and reference): F = 100. Bin 1 holds b, c, d: 'b' matches,
+    # 'c' is only in a hypothesis, 'd' only in a reference: pooled P = R = 1/2, F = 50
+    assert scores["f_freq_2"]["value"] == pytest.approx(100.0)
+    assert scores["f_freq_1"]["value"] == pytest.approx(50.0)
+    assert set(scores) == {"f_freq_1", "f_freq_2"}
+    with pytest.raises(ValueError, match="names no file"):
+        run_analysis("emb_pred.rare_f", "translation_train", dict(files, ref=[]), tmp_path / "r2.json", {})
