@@ -102,7 +102,8 @@ def smoke_config() -> dict:
 
 def expected_models(config: dict) -> set[str]:
     """``paper/system/dataset.pair.seedN`` of every model the config's enabled tables need:
-    their systems, the systems those start from (init_from), and the back-translation model."""
+    their systems (at their ``train_on`` run where they have one), the systems those start from
+    (init_from), and the back-translation model."""
     from mmt_repro.settings import load_paper
 
     wanted = set()
@@ -115,11 +116,14 @@ def expected_models(config: dict) -> set[str]:
             while todo:
                 system = settings.system(todo.pop())
                 name = next(k for k, v in settings.systems.items() if v is system)
-                pair = table["pair"]
+                dataset, pair = table["dataset"], table["pair"]
                 if system.reverse_of:  # decodes its forward system's checkpoint of the reversed pair
                     name, pair = system.reverse_of, "-".join(reversed(pair.split("-")))
+                    system = settings.system(name)
+                if system.train_on:  # one training run serves every table of the system
+                    dataset, pair = system.train_on["dataset"], system.train_on["pair"]
                 for seed in table["seeds"]:
-                    wanted.add(f"{paper}/{name}/{table['dataset']}.{pair}.seed{seed}")
+                    wanted.add(f"{paper}/{name}/{dataset}.{pair}.seed{seed}")
                 if system.init_from:
                     todo.append(system.init_from)
                 if system.corpus == "backtranslated":
