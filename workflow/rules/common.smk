@@ -1577,8 +1577,13 @@ def uses_word_vectors(paper, system):
 
 
 def table_not_comparable(wildcards):
-    """system -> why its rows get no delta: vectors trained here instead of the paper's."""
+    """system -> why its rows get no delta: a table marked `comparable: false` (its runs differ
+    from the paper's set-up; the table's note says how), or vectors trained here instead of the
+    paper's."""
     paper = wildcards.paper
+    t = table_config(wildcards)
+    if t.get("comparable", True) is False:
+        return {system: "no delta: not the paper's set-up" for system in t["systems"]}
     wv = SETTINGS[paper].word_vectors
     if wv is None or wv.source != "trained":
         return {}
