@@ -61,6 +61,6 @@ rule all:
     input:
         "results/tables/all.tsv",
         PATHS["stats"],
-        vocab_report_targets(),
-        recipe_targets(),
-        all_figures(),
+        PLAN.vocab_report_targets(),
+        PLAN.recipe_targets(),
+        PLAN.all_figures(),

@@ -6,8 +6,8 @@
 
 rule learn_alignment:
     input:
-        src=alignment_text("src", "train"),
-        tgt=alignment_text("tgt", "train"),
+        src=PLAN.alignment_text("src", "train"),
+        tgt=PLAN.alignment_text("tgt", "train"),
     output:
         fwd=f"{PATHS['align_model']}.fwd",
         bwd=f"{PATHS['align_model']}.bwd",
@@ -18,7 +18,7 @@ rule learn_alignment:
     conda:
         "../../envs/text.yaml"
     params:
-        settings=align_settings,
+        settings=PLAN.align_settings,
     script:
         "../scripts/learn_alignment.py"
 
@@ -27,8 +27,8 @@ rule align:
     input:
         fwd=f"{PATHS['align_model']}.fwd",
         bwd=f"{PATHS['align_model']}.bwd",
-        src=alignment_text("src"),
-        tgt=alignment_text("tgt"),
+        src=PLAN.alignment_text("src"),
+        tgt=PLAN.alignment_text("tgt"),
     output:
         PATHS["align"],
     log:
@@ -46,7 +46,7 @@ rule align:
 # read the choice as their resource `alignment_layer`.
 rule select_alignment_layer:
     input:
-        unpack(layer_selection_inputs),
+        unpack(PLAN.layer_selection_inputs),
     output:
         "results/align/{paper}/{dataset}.{pair}/layer.{system}.seed{seed}.json",
     log:
@@ -60,7 +60,7 @@ rule select_alignment_layer:
     resources:
         mem_mb=8000,
         runtime=120,
-        gpu=gpu_count,
+        gpu=PLAN.gpu_count,
     params:
         device=config["device"],
     script:

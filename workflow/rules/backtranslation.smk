@@ -4,7 +4,7 @@
 
 rule assemble_backtranslation:
     input:
-        unpack(backtranslation_inputs),
+        unpack(PLAN.backtranslation_inputs),
     output:
         src=f"{PATHS['backtranslation']}/synthetic.src",
         tgt=f"{PATHS['backtranslation']}/synthetic.tgt",

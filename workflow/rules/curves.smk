@@ -4,7 +4,7 @@
 
 rule make_curves:
     input:
-        curve_files,
+        PLAN.curve_files,
     output:
         table=PATHS["table"],
         png=report(
@@ -19,15 +19,15 @@ rule make_curves:
     benchmark:
         "results/benchmarks/make_curves/{paper}/{table}.tsv"
     wildcard_constraints:
-        table=tables_of_kind("curves"),
+        table=PLAN.tables_of_kind("curves"),
     localrule: True
     conda:
         "../../envs/eval.yaml"
     params:
-        curves=curve_specs,
-        pair=table_pair,
-        test_set=curve_test_set,
-        note=table_note,
+        curves=PLAN.curve_specs,
+        pair=PLAN.table_pair,
+        test_set=PLAN.curve_test_set,
+        note=PLAN.table_note,
     script:
         "../scripts/make_curves.py"
 

@@ -5,12 +5,7 @@
 
 # One rule per layout (splits = keys of `sizes`, languages = `langs`) of the grounded datasets,
 # since a rule's outputs cannot depend on its wildcards; the first is `generate_grounded`.
-GROUNDED_LAYOUTS = {}
-for _name, _layout in DATASET_LAYOUT.items():
-    if dataset_config(_name)["source"] == "grounded":
-        GROUNDED_LAYOUTS.setdefault(
-            (tuple(_layout["splits"]), tuple(_layout["langs"])), []
-        ).append(_name)
+GROUNDED_LAYOUTS = PLAN.grounded_layouts("grounded")
 
 for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
 
@@ -25,7 +20,7 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
             gold_align=[
                 f"results/data/{{dataset}}/align/{_split}.{_a}-{_b}.gold"
                 for _split in _splits
-                for _a, _b in grounded_gold_pairs(_langs)
+                for _a, _b in PLAN.grounded_gold_pairs(_langs)
             ],
             images=directory(PATHS["images"]),
         log:
@@ -37,9 +32,9 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
         conda:
             "../../envs/torch.yaml"
         params:
-            sizes=dataset_value("sizes"),
-            seed=dataset_value("generator_seed"),
-            image_size=dataset_value("image_size"),
+            sizes=PLAN.dataset_value("sizes"),
+            seed=PLAN.dataset_value("generator_seed"),
+            image_size=PLAN.dataset_value("image_size"),
             langs=list(_langs),
         script:
             "../scripts/generate_grounded.py"
@@ -51,24 +46,24 @@ rule generate_comparable:
     output:
         text=expand(
             path("corpus", dataset="{{dataset}}", split="train_c{k}", lang="{lang}"),
-            k=range(1, COMPARABLE_PER_IMAGE + 1),
+            k=range(1, PLAN.comparable_per_image + 1),
             lang=["en", "de"],
         ),
         image_lists=expand(
             path("image_list", dataset="{{dataset}}", split="train_c{k}"),
-            k=range(1, COMPARABLE_PER_IMAGE + 1),
+            k=range(1, PLAN.comparable_per_image + 1),
         ),
     log:
         "results/logs/generate_comparable/{dataset}.log",
     benchmark:
         "results/benchmarks/generate_comparable/{dataset}.tsv"
     wildcard_constraints:
-        dataset=datasets_of("grounded"),
+        dataset=PLAN.datasets_of("grounded"),
     conda:
         "../../envs/torch.yaml"
     params:
-        per_image=COMPARABLE_PER_IMAGE,
-        seed=dataset_value("generator_seed"),
+        per_image=PLAN.comparable_per_image,
+        seed=PLAN.dataset_value("generator_seed"),
     script:
         "../scripts/generate_comparable.py"
 
@@ -81,14 +76,14 @@ rule fetch_input:
     benchmark:
         "results/benchmarks/fetch_input/{input}/{file}.tsv"
     wildcard_constraints:
-        input=MANIFEST_INPUTS,
+        input=PLAN.manifest_inputs,
         file=".+",
     localrule: True
     conda:
         "../../envs/text.yaml"
     params:
-        mirror=config_path("inputs", "mirror"),
-        local=local_input_dir,
+        mirror=PLAN.config_path("inputs", "mirror"),
+        local=PLAN.local_input_dir,
     script:
         "../scripts/fetch_input.py"
 
@@ -102,7 +97,7 @@ MULTI30K_SPLIT = r"(?!train_c[0-9]+\.)[a-z0-9_]+"
 
 rule prepare_multi30k:
     input:
-        multi30k_file("text"),
+        PLAN.multi30k_file("text"),
     output:
         PATHS["corpus"],
     log:
@@ -110,7 +105,7 @@ rule prepare_multi30k:
     benchmark:
         "results/benchmarks/prepare_multi30k/{dataset}/{split}.{lang}.tsv"
     wildcard_constraints:
-        dataset=datasets_of("multi30k"),
+        dataset=PLAN.datasets_of("multi30k"),
         split=MULTI30K_SPLIT,
     conda:
         "../../envs/text.yaml"
@@ -120,7 +115,7 @@ rule prepare_multi30k:
 
 rule prepare_multi30k_image_list:
     input:
-        multi30k_file("image_list"),
+        PLAN.multi30k_file("image_list"),
     output:
         PATHS["image_list"],
     log:
@@ -128,7 +123,7 @@ rule prepare_multi30k_image_list:
     benchmark:
         "results/benchmarks/prepare_multi30k_image_list/{dataset}/{split}.tsv"
     wildcard_constraints:
-        dataset=datasets_of("multi30k"),
+        dataset=PLAN.datasets_of("multi30k"),
         split=MULTI30K_SPLIT,
     conda:
         "../../envs/text.yaml"
@@ -173,7 +168,7 @@ rule prepare_multi30k_comparable_image_list:
 
 rule prepare_wmt15:
     input:
-        expand("resources/wmt15_en_de/{archive}", archive=WMT15_ARCHIVES),
+        expand("resources/wmt15_en_de/{archive}", archive=PLAN.wmt15_archives),
     output:
         en=path("corpus", dataset="wmt15", split="train", lang="en"),
         de=path("corpus", dataset="wmt15", split="train", lang="de"),
@@ -190,17 +185,17 @@ rule prepare_wmt15:
 # One rule per corpus prepared by mmt_repro.data.prepare (IWSLT'14, news test sets, VATEX,
 # COCO captions, TasvirEt): its inputs and outputs come from corpus_plan, the same plan the
 # package follows, so the two cannot drift apart.
-for _dataset in PREPARED_CORPORA:
+for _dataset in PLAN.prepared_corpora:
 
     rule:
         name:
             f"prepare_{_dataset}"
         input:
-            list(corpus_plan_of(_dataset)[0].values()),
+            list(PLAN.corpus_plan_of(_dataset)[0].values()),
         output:
             [
                 f"{path('data_dir', dataset=_dataset)}/{out}"
-                for out in corpus_plan_of(_dataset)[1]
+                for out in PLAN.corpus_plan_of(_dataset)[1]
             ],
         log:
             f"results/logs/prepare_corpus/{_dataset}.log",
@@ -210,14 +205,14 @@ for _dataset in PREPARED_CORPORA:
             "../../envs/text.yaml"
         params:
             dataset=_dataset,
-            settings=dataset_config(_dataset),
+            settings=PLAN.dataset_config(_dataset),
         script:
             "../scripts/prepare_corpus.py"
 
 
 rule corpus_stats:
     input:
-        stats_inputs,
+        PLAN.stats_inputs,
     output:
         PATHS["corpus_stats"],
     log:
@@ -227,9 +222,9 @@ rule corpus_stats:
     conda:
         "../../envs/text.yaml"
     params:
-        files=stats_files,
-        image_lists=stats_image_lists,
-        train_split=stats_train_split,
+        files=PLAN.stats_files,
+        image_lists=PLAN.stats_image_lists,
+        train_split=PLAN.stats_train_split,
     script:
         "../scripts/corpus_stats.py"
 
@@ -252,8 +247,8 @@ rule gather_stats:
 
 # Grounded video sets (DeepFuse's check): clips of moving shapes whose direction only the order
 # of the frames shows; one rule per dataset, since the outputs depend on its splits.
-for _name, _layout in DATASET_LAYOUT.items():
-    if dataset_config(_name)["source"] != "grounded_video":
+for _name, _layout in PLAN.layout.items():
+    if PLAN.dataset_config(_name)["source"] != "grounded_video":
         continue
 
     rule:
@@ -278,11 +273,11 @@ for _name, _layout in DATASET_LAYOUT.items():
         conda:
             "../../envs/torch.yaml"
         params:
-            sizes=dataset_config(_name)["sizes"],
-            seed=dataset_config(_name)["generator_seed"],
-            image_size=dataset_config(_name).get("image_size", 40),
-            n_frames=dataset_config(_name).get("frames", 16),
+            sizes=PLAN.dataset_config(_name)["sizes"],
+            seed=PLAN.dataset_config(_name)["generator_seed"],
+            image_size=PLAN.dataset_config(_name).get("image_size", 40),
+            n_frames=PLAN.dataset_config(_name).get("frames", 16),
             langs=list(_layout["langs"]),
-            time_shuffled=dict(dataset_config(_name).get("time_shuffled") or {}),
+            time_shuffled=dict(PLAN.dataset_config(_name).get("time_shuffled") or {}),
         script:
             "../scripts/generate_grounded_video.py"

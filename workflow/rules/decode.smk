@@ -1,10 +1,11 @@
-# Translation of the test sets: each paper's decode block (greedy, beam, nearest-neighbour or the model's own
-# search) with every trained model, with congruent or shuffled images.
+# Translation of the test sets: each paper's decode block (greedy, beam, nearest-neighbour or the
+# model's own search) with every trained model, with congruent or shuffled images
+# (mmt_repro.plan.TranslateJob; the decode stats carry the job record).
 
 
 rule translate:
     input:
-        unpack(translate_inputs),
+        unpack(PLAN.translate_inputs),
     output:
         translation=PATHS["translation"],
         stats=PATHS["decode_stats"],
@@ -19,12 +20,9 @@ rule translate:
     resources:
         mem_mb=8000,
         runtime=240,
-        gpu=gpu_count,
+        gpu=PLAN.gpu_count,
     params:
-        decode=decode_settings,
-        subword=target_subword,
-        shuffle_seed=shuffle_seed,
-        direction=decode_direction,
-        device=config["device"],
+        job=PLAN.translate_params,
+        code=code("translate"),
     script:
-        "../scripts/translate.py"
+        "../scripts/run_job.py"

@@ -5,7 +5,7 @@
 
 rule train_word_vectors:
     input:
-        text=word_vector_text,
+        text=PLAN.word_vector_text,
     output:
         PATHS["word_vectors"],
     log:
@@ -20,15 +20,15 @@ rule train_word_vectors:
         mem_mb=8000,
         runtime=120,
     params:
-        settings=word_vector_training,
+        settings=PLAN.word_vector_training,
     script:
         "../scripts/train_word_vectors.py"
 
 
 rule build_embedding_table:
     input:
-        vocab=embedding_vocab,
-        vectors=word_vector_file,
+        vocab=PLAN.embedding_vocab,
+        vectors=PLAN.word_vector_file,
     output:
         npy=f"{PATHS['embedding_table']}.npy",
         report=f"{PATHS['embedding_table']}.json",
@@ -42,6 +42,6 @@ rule build_embedding_table:
         mem_mb=8000,
         runtime=60,
     params:
-        settings=embedding_table_settings,
+        settings=PLAN.embedding_table_settings,
     script:
         "../scripts/build_embedding_table.py"

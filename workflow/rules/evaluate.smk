@@ -1,11 +1,10 @@
-# Scoring: every metric the config lists, each with its signature.
+# Scoring (every metric the paper's scoring block lists, each with its signature), attention
+# dumps and registered analyses: one job object each (mmt_repro.plan.jobs), run by run_job.py.
 
 
 rule score:
     input:
-        hyp=PATHS["translation"],
-        decode_stats=PATHS["decode_stats"],
-        ref=reference_text,
+        unpack(PLAN.score_inputs),
     output:
         PATHS["score"],
     log:
@@ -15,17 +14,15 @@ rule score:
     conda:
         "../../envs/eval.yaml"
     params:
-        scoring=scoring,
-        ref_subword=reference_subword,
-        meteor_jar=config_path("tools", "meteor_jar"),
-        meta=score_meta,
+        job=PLAN.score_params,
+        code=code("score"),
     script:
-        "../scripts/score.py"
+        "../scripts/run_job.py"
 
 
 rule dump_attention:
     input:
-        unpack(translate_inputs),
+        unpack(PLAN.attention_inputs),
     output:
         PATHS["attention"],
     log:
@@ -39,18 +36,17 @@ rule dump_attention:
     resources:
         mem_mb=8000,
         runtime=120,
-        gpu=gpu_count,
+        gpu=PLAN.gpu_count,
     params:
-        decode=decode_settings,
-        direction=decode_direction,
-        device=config["device"],
+        job=PLAN.attention_params,
+        code=code("translate"),
     script:
-        "../scripts/dump_attention.py"
+        "../scripts/run_job.py"
 
 
 rule analyse:
     input:
-        unpack(analysis_inputs),
+        unpack(PLAN.analyse_inputs),
     output:
         PATHS["analysis"],
     log:
@@ -60,9 +56,7 @@ rule analyse:
     conda:
         "../../envs/torch.yaml"
     params:
-        name=analysis_name,
-        inputs=analysis_input_kind,
-        meta=analysis_meta,
-        imports=paper_imports,
+        job=PLAN.analyse_params,
+        code=code("analyse"),
     script:
-        "../scripts/analyse.py"
+        "../scripts/run_job.py"

@@ -12,19 +12,19 @@ rule list_media:
     benchmark:
         "results/benchmarks/list_media/{dataset}.tsv"
     wildcard_constraints:
-        dataset=datasets_of("media"),
+        dataset=PLAN.datasets_of("media"),
     localrule: True
     conda:
         "../../envs/text.yaml"
     params:
-        folder=media_folder,
+        folder=PLAN.media_folder,
     script:
         "../scripts/list_media.py"
 
 
 rule extract_features:
     input:
-        unpack(image_inputs),
+        unpack(PLAN.image_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
@@ -33,7 +33,7 @@ rule extract_features:
     benchmark:
         "results/benchmarks/extract_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("grid"),
+        feature_set=PLAN.feature_sets_of("grid"),
     conda:
         "../../envs/torch.yaml"
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
@@ -41,14 +41,14 @@ rule extract_features:
     resources:
         mem_mb=8000,
         runtime=600,
-        gpu=gpu_count,
+        gpu=PLAN.gpu_count,
     params:
-        image_dir=image_dir,
-        missing_dir_fix=missing_images_fix,
-        extractor=feature_param("extractor"),
-        layer=feature_param("layer"),
-        weights=feature_param("weights"),
-        image_size=feature_param("image_size"),
+        image_dir=PLAN.image_dir,
+        missing_dir_fix=PLAN.missing_images_fix,
+        extractor=PLAN.feature_param("extractor"),
+        layer=PLAN.feature_param("layer"),
+        weights=PLAN.feature_param("weights"),
+        image_size=PLAN.feature_param("image_size"),
         batch_size=32,
         device=config["device"],
     script:
@@ -57,7 +57,7 @@ rule extract_features:
 
 rule extract_regions:
     input:
-        unpack(region_inputs),
+        unpack(PLAN.region_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         boxes=f"{PATHS['features']}.boxes.npy",
@@ -67,7 +67,7 @@ rule extract_regions:
     benchmark:
         "results/benchmarks/extract_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("regions"),
+        feature_set=PLAN.feature_sets_of("regions"),
     conda:
         "../../envs/torch.yaml"
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
@@ -75,19 +75,19 @@ rule extract_regions:
     resources:
         mem_mb=12000,
         runtime=1440,
-        gpu=gpu_count,
+        gpu=PLAN.gpu_count,
     params:
-        image_dir=image_dir,
-        missing_dir_fix=missing_images_fix,
-        backend=feature_param("backend"),
-        weights=feature_param("weights"),
-        max_boxes=feature_param("max_boxes"),
-        min_boxes=feature_param("min_boxes", None),
-        conf_thresh=feature_param("conf_thresh", 0.2),
-        full_image=feature_param("full_image", False),
-        min_size=feature_param("min_size", None),
-        max_size=feature_param("max_size", None),
-        given_boxes=given_boxes_file,
+        image_dir=PLAN.image_dir,
+        missing_dir_fix=PLAN.missing_images_fix,
+        backend=PLAN.feature_param("backend"),
+        weights=PLAN.feature_param("weights"),
+        max_boxes=PLAN.feature_param("max_boxes"),
+        min_boxes=PLAN.feature_param("min_boxes", None),
+        conf_thresh=PLAN.feature_param("conf_thresh", 0.2),
+        full_image=PLAN.feature_param("full_image", False),
+        min_size=PLAN.feature_param("min_size", None),
+        max_size=PLAN.feature_param("max_size", None),
+        given_boxes=PLAN.given_boxes_file,
         device=config["device"],
     script:
         "../scripts/extract_regions.py"
@@ -95,7 +95,7 @@ rule extract_regions:
 
 rule extract_video:
     input:
-        unpack(video_inputs),
+        unpack(PLAN.video_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
@@ -104,7 +104,7 @@ rule extract_video:
     benchmark:
         "results/benchmarks/extract_video/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("video"),
+        feature_set=PLAN.feature_sets_of("video"),
     conda:
         "../../envs/torch.yaml"
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
@@ -112,14 +112,14 @@ rule extract_video:
     resources:
         mem_mb=12000,
         runtime=1440,
-        gpu=gpu_count,
+        gpu=PLAN.gpu_count,
     params:
-        video_dir=video_dir,
-        weights=feature_param("weights"),
-        n_segments=feature_param("n_segments"),
-        frames_per_segment=feature_param("frames_per_segment", 8),
-        crop_size=feature_param("crop_size", 224),
-        batch_size=feature_param("batch_size", 8),
+        video_dir=PLAN.video_dir,
+        weights=PLAN.feature_param("weights"),
+        n_segments=PLAN.feature_param("n_segments"),
+        frames_per_segment=PLAN.feature_param("frames_per_segment", 8),
+        crop_size=PLAN.feature_param("crop_size", 224),
+        batch_size=PLAN.feature_param("batch_size", 8),
         device=config["device"],
     script:
         "../scripts/extract_video.py"
@@ -136,15 +136,15 @@ rule import_features:
     benchmark:
         "results/benchmarks/import_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=pretrained_sets(regions=False),
+        feature_set=PLAN.pretrained_sets(regions=False),
     conda:
         "../../envs/torch.yaml"
     params:
-        kind=feature_param("import"),
-        src=pretrained_source,
-        layer=feature_param("layer", None),
-        max_boxes=feature_param("max_boxes", 36),
-        n_segments=feature_param("n_segments", None),
+        kind=PLAN.feature_param("import"),
+        src=PLAN.pretrained_source,
+        layer=PLAN.feature_param("layer", None),
+        max_boxes=PLAN.feature_param("max_boxes", 36),
+        n_segments=PLAN.feature_param("n_segments", None),
     script:
         "../scripts/import_features.py"
 
@@ -162,13 +162,13 @@ rule import_regions:
     benchmark:
         "results/benchmarks/import_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=pretrained_sets(regions=True),
+        feature_set=PLAN.pretrained_sets(regions=True),
     conda:
         "../../envs/torch.yaml"
     params:
-        kind=feature_param("import"),
-        src=pretrained_source,
-        max_boxes=feature_param("max_boxes", 36),
+        kind=PLAN.feature_param("import"),
+        src=PLAN.pretrained_source,
+        max_boxes=PLAN.feature_param("max_boxes", 36),
     script:
         "../scripts/import_regions.py"
 
@@ -186,13 +186,13 @@ rule constant_features:
     benchmark:
         "results/benchmarks/constant_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("constant"),
+        feature_set=PLAN.feature_sets_of("constant"),
     conda:
         "../../envs/torch.yaml"
     params:
-        n_regions=feature_param("max_boxes", 36),
-        dim=feature_param("dim", 2048),
-        value=feature_param("value", 0.0),
+        n_regions=PLAN.feature_param("max_boxes", 36),
+        dim=PLAN.feature_param("dim", 2048),
+        value=PLAN.feature_param("value", 0.0),
     script:
         "../scripts/constant_features.py"
 
@@ -201,8 +201,8 @@ rule standardize_features:
     input:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
-        train_npy=train_feature_store("npy"),
-        train_index=train_feature_store("index"),
+        train_npy=PLAN.train_feature_store("npy"),
+        train_index=PLAN.train_feature_store("index"),
     output:
         npy="results/features/{dataset}/{feature_set}.std/{split}.npy",
         index="results/features/{dataset}/{feature_set}.std/{split}.index.parquet",
@@ -211,7 +211,7 @@ rule standardize_features:
     benchmark:
         "results/benchmarks/standardize_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("grid|video"),
+        feature_set=PLAN.feature_sets_of("grid|video"),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -223,8 +223,8 @@ rule standardize_regions:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
         boxes=f"{PATHS['features']}.boxes.npy",
-        train_npy=train_feature_store("npy"),
-        train_index=train_feature_store("index"),
+        train_npy=PLAN.train_feature_store("npy"),
+        train_index=PLAN.train_feature_store("index"),
     output:
         npy="results/features/{dataset}/{feature_set}.std/{split}.npy",
         index="results/features/{dataset}/{feature_set}.std/{split}.index.parquet",
@@ -234,7 +234,7 @@ rule standardize_regions:
     benchmark:
         "results/benchmarks/standardize_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("regions"),
+        feature_set=PLAN.feature_sets_of("regions"),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -245,8 +245,8 @@ rule center_features:
     input:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
-        train_npy=train_feature_store("npy"),
-        train_index=train_feature_store("index"),
+        train_npy=PLAN.train_feature_store("npy"),
+        train_index=PLAN.train_feature_store("index"),
     output:
         npy="results/features/{dataset}/{feature_set}.ctr/{split}.npy",
         index="results/features/{dataset}/{feature_set}.ctr/{split}.index.parquet",
@@ -255,7 +255,7 @@ rule center_features:
     benchmark:
         "results/benchmarks/center_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=feature_sets_of("grid"),
+        feature_set=PLAN.feature_sets_of("grid"),
     conda:
         "../../envs/torch.yaml"
     script:

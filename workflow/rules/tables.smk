@@ -3,8 +3,8 @@
 
 rule test_significance:
     input:
-        translations=significance_translations,
-        references=significance_references,
+        translations=PLAN.significance_translations,
+        references=PLAN.significance_references,
     output:
         PATHS["significance"],
     log:
@@ -14,22 +14,22 @@ rule test_significance:
     conda:
         "../../envs/eval.yaml"
     params:
-        translations=significance_translation_map,
-        references=significance_reference_map,
-        baseline=table_baseline,
-        pair=table_pair,
-        metrics=significance_metrics,
-        scoring=scoring,
-        lang=table_target_lang,
-        meteor_jar=config_path("tools", "meteor_jar"),
-        ref_subword=table_reference_subword,
+        translations=PLAN.significance_translation_map,
+        references=PLAN.significance_reference_map,
+        baseline=PLAN.table_baseline,
+        pair=PLAN.table_pair,
+        metrics=PLAN.significance_metrics,
+        scoring=PLAN.scoring,
+        lang=PLAN.table_target_lang,
+        meteor_jar=PLAN.config_path("tools", "meteor_jar"),
+        ref_subword=PLAN.table_reference_subword,
     script:
         "../scripts/test_significance.py"
 
 
 rule make_table:
     input:
-        unpack(make_table_inputs),
+        unpack(PLAN.table_inputs),
     output:
         report(
             PATHS["table"],
@@ -45,16 +45,15 @@ rule make_table:
     conda:
         "../../envs/eval.yaml"
     params:
-        note=table_note,
-        unavailable=table_unavailable,
-        not_comparable=table_not_comparable,
+        job=PLAN.table_params,
+        code=code("table"),
     script:
-        "../scripts/make_table.py"
+        "../scripts/run_job.py"
 
 
 rule gather_tables:
     input:
-        all_tables(),
+        PLAN.all_tables(),
     output:
         tsv="results/tables/all.tsv",
         parquet="results/tables/all.parquet",
@@ -93,7 +92,7 @@ rule plot_scores:
 
 rule plot_attention:
     input:
-        attention_dump_for_figure,
+        PLAN.attention_dump_for_figure,
     output:
         png=report(
             "results/figures/{paper}/{table}.attention.png",
@@ -110,8 +109,8 @@ rule plot_attention:
     conda:
         "../../envs/eval.yaml"
     params:
-        index=figure_sentence,
-        plot=figure_plot,
+        index=PLAN.figure_sentence,
+        plot=PLAN.figure_plot,
     script:
         "../scripts/plot_attention.py"
 

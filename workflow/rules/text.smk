@@ -6,7 +6,7 @@
 
 rule tokenize:
     input:
-        unpack(tokenize_inputs),
+        unpack(PLAN.tokenize_inputs),
     output:
         PATHS["text"],
     log:
@@ -21,7 +21,7 @@ rule tokenize:
 
 rule tokenize_captions:
     input:
-        unpack(tokenize_inputs),
+        unpack(PLAN.tokenize_inputs),
     output:
         PATHS["caption_text"],
     log:
@@ -36,7 +36,7 @@ rule tokenize_captions:
 
 rule learn_wordpiece:
     input:
-        wordpiece_training_text,
+        PLAN.wordpiece_training_text,
     output:
         PATHS["wordpiece"],
     log:
@@ -53,7 +53,7 @@ rule learn_wordpiece:
 
 rule learn_bpe:
     input:
-        bpe_training_text,
+        PLAN.bpe_training_text,
     output:
         PATHS["bpe_codes"],
     log:
@@ -63,14 +63,14 @@ rule learn_bpe:
     conda:
         "../../envs/text.yaml"
     params:
-        symbols=bpe_symbols,
+        symbols=PLAN.bpe_symbols,
     script:
         "../scripts/learn_bpe.py"
 
 
 rule apply_bpe:
     input:
-        codes=bpe_codes,
+        codes=PLAN.bpe_codes,
         text=PATHS["text"],
     output:
         PATHS["bpe_text"],
@@ -86,7 +86,7 @@ rule apply_bpe:
 
 rule build_vocab:
     input:
-        train_text,
+        PLAN.train_text,
     output:
         PATHS["vocab"],
     log:
@@ -96,16 +96,16 @@ rule build_vocab:
     conda:
         "../../envs/text.yaml"
     params:
-        min_freq=vocab_min_freq,
-        max_size=vocab_max_size,
-        wordpiece=vocab_is_wordpiece,
+        min_freq=PLAN.vocab_min_freq,
+        max_size=PLAN.vocab_max_size,
+        wordpiece=PLAN.vocab_is_wordpiece,
     script:
         "../scripts/build_vocab.py"
 
 
 rule apply_bpe_corpus:
     input:
-        codes=bpe_codes,
+        codes=PLAN.bpe_codes,
         text="results/text/{corpus}/train.{chain}.{lang}",
     output:
         PATHS["bpe_corpus"],
@@ -125,7 +125,7 @@ ruleorder: apply_bpe_corpus > apply_bpe
 # Merges, vocabulary sizes beside the paper's, and <unk> rates on every corpus a vocabulary serves.
 rule vocab_report:
     input:
-        vocab_report_inputs,
+        PLAN.vocab_report_inputs,
     output:
         PATHS["vocab_report"],
     log:
@@ -135,7 +135,7 @@ rule vocab_report:
     conda:
         "../../envs/text.yaml"
     params:
-        rows=vocab_report_rows,
-        max_len=recipe_max_len,
+        rows=PLAN.vocab_report_rows,
+        max_len=PLAN.recipe_max_len,
     script:
         "../scripts/vocab_report.py"

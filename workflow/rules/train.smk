@@ -1,12 +1,15 @@
-# Training: one rule for every model of every paper, through the shared trainer.
+# Training: one rule for every model of every paper, through the shared trainer. The job object
+# (mmt_repro.plan.TrainJob) gives the inputs and the one `job` param; `code` is the hash of the
+# package code it runs (a change there re-runs it). The job record lands beside the checkpoint.
 
 
 rule train_model:
     input:
-        unpack(training_inputs),
+        unpack(PLAN.train_inputs),
     output:
         best=f"{PATHS['model']}.best.pt",
         curve=f"{PATHS['model']}.curve.tsv",
+        record=f"{PATHS['model']}.job.json",
     log:
         "results/logs/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.log",
     benchmark:
@@ -18,17 +21,9 @@ rule train_model:
     resources:
         mem_mb=16000,
         runtime=2880,
-        gpu=gpu_count,
+        gpu=PLAN.gpu_count,
     params:
-        model=train_model_name,
-        model_config=train_model_config,
-        train_config=train_train_config,
-        subword=target_subword,
-        resources=train_resources,
-        extras=train_extra_files,
-        imports=paper_imports,
-        tasks=train_tasks,
-        last=f"{PATHS['model']}.last.pt",
-        device=config["device"],
+        job=PLAN.train_params,
+        code=code("train"),
     script:
-        "../scripts/train_model.py"
+        "../scripts/run_job.py"

@@ -1,0 +1,241 @@
+"""The plan's ground: the validated config, every paper's settings and the manifest, and the
+look-ups every other part of the plan uses (datasets, recipes, the text and feature files a
+paper's models read). Torch-free and Snakemake-free: wildcards are any object with attributes."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import Path
+
+from ..config import validate_config
+from ..data.layout import dataset_layout
+from ..data.manifest import load_manifest
+from ..settings import IMAGE_SOURCE, load_paper
+from .paths import path
+
+
+def pattern(names) -> str:
+    """A wildcard pattern matching exactly ``names`` (never matching when there are none)."""
+    names = sorted(set(names))
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+def is_captioning(pair: str) -> bool:
+    """A pair ``im-<lang>``: images in, captions out (no source text)."""
+    return pair.split("-")[0] == IMAGE_SOURCE
+
+
+class PlanBase:
+    """Config, settings and manifest, read and checked once (ConfigError/DataError otherwise)."""
+
+    def __init__(self, config: dict, repo: Path):
+        self.config = config
+        self.repo = Path(repo)
+        validate_config(config, self.repo / "config" / "schema.yaml")
+        # Per-paper settings (config/papers/<paper>.yaml + the config's overrides), checked
+        # without torch; model configs are checked against their dataclasses at the run's start.
+        self.settings = {
+            paper: load_paper(paper, self.repo_path(block["settings"]), block.get("overrides"))
+            for paper, block in config["papers"].items()
+        }
+        # config/manifest.yaml plus the extra manifests the config lists (`inputs.manifest_extra`).
+        self.manifest = load_manifest(self.repo / "config" / "manifest.yaml", config=config)
+        # Splits and languages of the Multi30k and grounded datasets, checked against the config
+        # and the manifest (an unknown one stops planning naming the key and the valid values).
+        self.layout = dataset_layout(config, self.manifest)
+        self.published = str(self.repo / "config" / "published_results.tsv")
+
+    # ------------------------------------------------------------------ config look-ups
+    def repo_path(self, value) -> Path:
+        """Paths in the config are relative to the repository unless absolute."""
+        value = Path(value)
+        return value if value.is_absolute() else self.repo / value
+
+    def config_path(self, *keys):
+        """A path from the config (None when unset), resolved against the repository."""
+        value = self.config
+        for key in keys:
+            value = (value or {}).get(key)
+        return str(self.repo_path(value)) if value else None
+
+    @property
+    def device(self) -> str:
+        return self.config["device"]
+
+    def gpu_count(self, wildcards=None) -> int:
+        """One GPU for heavy jobs unless the run is pinned to the CPU."""
+        return 0 if self.config["device"] == "cpu" else 1
+
+    def dataset_config(self, dataset: str) -> dict:
+        if dataset not in self.config["datasets"]:
+            raise ValueError(f"unknown dataset {dataset!r}; configured: {', '.join(self.config['datasets'])}")
+        return self.config["datasets"][dataset]
+
+    def dataset_value(self, key):
+        return lambda wildcards: self.dataset_config(wildcards.dataset)[key]
+
+    def datasets_of(self, source: str) -> str:
+        """A wildcard pattern matching the configured datasets of one source."""
+        return pattern(n for n, cfg in self.config["datasets"].items() if cfg["source"] == source)
+
+    def dataset_splits(self, dataset: str) -> list:
+        """The configured splits of a dataset (Multi30k and grounded: checked at planning)."""
+        if dataset in self.layout:
+            return list(self.layout[dataset]["splits"])
+        cfg = self.dataset_config(dataset)
+        return list(cfg.get("splits") or cfg.get("sets") or [])
+
+    def dataset_langs(self, dataset: str) -> list:
+        """The configured languages of a Multi30k or grounded dataset (checked at planning)."""
+        if dataset not in self.layout:
+            raise ValueError(f"dataset {dataset!r} has no planned languages; planned: {', '.join(self.layout)}")
+        return list(self.layout[dataset]["langs"])
+
+    @cached_property
+    def enabled(self) -> list:
+        """(paper, table, table config) for every table the config switches on."""
+        return [
+            (paper, name, table)
+            for paper, block in self.config["papers"].items()
+            for name, table in block["tables"].items()
+            if table.get("enabled", True)
+        ]
+
+    def enabled_tables(self) -> list:
+        return self.enabled
+
+    def table(self, paper: str, table: str) -> dict:
+        return self.config["papers"][paper]["tables"][table]
+
+    def table_config(self, wildcards) -> dict:
+        return self.table(wildcards.paper, wildcards.table)
+
+    # ------------------------------------------------------------------ papers and systems
+    def recipe(self, paper: str):
+        return self.settings[paper].recipe
+
+    def system_settings(self, paper: str, system: str):
+        from ..config import ConfigError
+
+        try:
+            return self.settings[paper].system(system)
+        except ConfigError as err:
+            raise ValueError(str(err)) from None
+
+    def multimodal(self, paper: str, system: str) -> bool:
+        return self.system_settings(paper, system).visual != "none"
+
+    def paper_features(self, paper: str, dataset: str, required: bool = True):
+        """The feature set a paper uses on a dataset (one per paper and dataset); None when no
+        table of the paper on that dataset names one and it is not ``required`` (a text-only
+        test set, e.g. IWSLT, for a multimodal multi-task model)."""
+        names = {t.get("features") for p, _, t in self.enabled if p == paper and t["dataset"] == dataset}
+        names.discard(None)
+        if len(names) > 1:
+            raise ValueError(f"{paper} uses several feature sets on {dataset}: {sorted(names)}; use one")
+        if not names:
+            if not required:
+                return None
+            raise ValueError(f"no table of {paper} on {dataset} names its 'features'")
+        return names.pop()
+
+    def feature_set_config(self, dataset: str, feature_set: str) -> dict:
+        sets = self.dataset_config(dataset).get("features", {})
+        if feature_set not in sets:
+            raise ValueError(
+                f"feature set {feature_set!r} is not configured for {dataset}; configured: {', '.join(sets)}"
+            )
+        return sets[feature_set]
+
+    def feature_files(self, dataset: str, feature_set: str, split: str, options=None) -> dict:
+        """npy and index of a split's features, standardised (`.std`) or centred on the training
+        split's centroid (`.ctr`) when the feature set asks for it; `options` (a system's
+        `feature_options`) change those keys for one system."""
+        fs = dict(self.feature_set_config(dataset, feature_set), **(options or {}))
+        suffix = ".std" if fs.get("standardize") else ".ctr" if fs.get("center") else ""
+        stem = path("features", dataset=dataset, feature_set=f"{feature_set}{suffix}", split=split)
+        files = {"npy": f"{stem}.npy", "index": f"{stem}.index.parquet"}
+        if fs.get("kind", "grid") == "regions" or fs.get("import") == "butd":
+            files["boxes"] = f"{stem}.boxes.npy"  # region stores: detected, given or imported (BUTD)
+        return files
+
+    def system_feature_options(self, paper: str, system: str) -> dict:
+        """The system's changes to its table's feature set (e.g. {center: false})."""
+        return dict(self.system_settings(paper, system).feature_options)
+
+    # ------------------------------------------------------------------ a paper's text
+    def canonical_pair(self, paper: str, dataset: str, pair: str) -> str:
+        """The orientation that names a language pair's codes, vocabularies and subword text: the
+        pair as the paper's tables on `dataset` write it (en-de also for the de-en
+        back-translation model), so that both directions share one set of files."""
+        rev = "-".join(reversed(pair.split("-")))
+        pairs = {t["pair"] for p, _, t in self.enabled if p == paper and t["dataset"] == dataset}
+        return rev if rev in pairs and pair not in pairs else pair
+
+    def model_text(self, paper, dataset, pair, split, lang) -> str:
+        """The text a paper's model reads: the recipe's chain, then its BPE where the recipe has
+        BPE for this language (per-paper codes); word-, WordPiece- and character-level text is
+        the shared tokenised file itself."""
+        rec = self.recipe(paper)
+        chain = rec.chain_for(lang)
+        if rec.subword_for(lang) == "bpe":
+            return path("bpe_text", paper=paper, dataset=dataset, pair=self.canonical_pair(paper, dataset, pair),
+                        split=split, chain=chain, lang=lang)
+        return path("text", dataset=dataset, split=split, chain=chain, lang=lang)
+
+    def corpus_text(self, paper, dataset, pair, corpus, lang) -> str:
+        """A text-only pre-training corpus (another dataset's training split) in the paper's form."""
+        rec = self.recipe(paper)
+        chain = rec.chain_for(lang)
+        if rec.subword_for(lang) == "bpe":
+            return path("bpe_corpus", paper=paper, dataset=dataset, pair=self.canonical_pair(paper, dataset, pair),
+                        corpus=corpus, chain=chain, lang=lang)
+        return path("text", dataset=corpus, split="train", chain=chain, lang=lang)
+
+    def reference_file(self, paper, dataset, split, lang) -> str:
+        """The reference in the scoring form: the recipe's chain without subwords."""
+        return path("text", dataset=dataset, split=split, chain=self.recipe(paper).chain_for(lang), lang=lang)
+
+    def reference_files(self, paper, dataset, split, lang) -> list:
+        """One reference file, or every caption file of a captioning set (``captions_per_image``)."""
+        if not self.dataset_config(dataset).get("captions_per_image"):
+            return [self.reference_file(paper, dataset, split, lang)]
+        return self.caption_files(paper, dataset, split, lang)
+
+    def caption_files(self, paper, dataset, split, lang) -> list:
+        """The k caption files of a split (line i of each: a caption of image i) in the recipe's
+        chain (captions are word- or WordPiece-level text, never BPE)."""
+        rec = self.recipe(paper)
+        if rec.subword_for(lang) == "bpe":
+            raise ValueError(f"{paper}: captions are not BPE-segmented per paper; use a word or wp chain")
+        k = self.dataset_config(dataset).get("captions_per_image") or 0
+        return [path("caption_text", dataset=dataset, split=split, k=j, chain=rec.chain_for(lang), lang=lang)
+                for j in range(1, k + 1)]
+
+    def vocab_side(self, paper, lang) -> str:
+        return "joint" if self.recipe(paper).joint_vocab else lang
+
+    def bpe_side(self, paper, lang) -> str:
+        return "joint" if self.recipe(paper).joint_bpe else lang
+
+    def vocab_file(self, paper, dataset, pair, lang) -> str:
+        return path("vocab", paper=paper, dataset=dataset, pair=self.canonical_pair(paper, dataset, pair),
+                    side=self.vocab_side(paper, lang))
+
+    def target_subword(self, wildcards) -> str:
+        """The recipe's subword kind on the target side, merged back before scoring."""
+        return self.recipe(wildcards.paper).subword_for(wildcards.pair.split("-")[1])
+
+    def run_path(self, value, wildcards) -> str:
+        """A configured input path that may name the run's {paper}, {system}, {dataset}, {pair},
+        {src}, {tgt} and {seed}: results/ and resources/ paths are the workflow's own; any other
+        relative path is a file of the repository (e.g. config/visual_agreement/visual_words.tsv)."""
+        values = {k: str(getattr(wildcards, k)) for k in ("paper", "system", "dataset", "pair", "seed")
+                  if hasattr(wildcards, k)}
+        if "pair" in values:
+            values["src"], values["tgt"] = values["pair"].split("-")
+        value = str(value).format_map(values)
+        if value.startswith(("results/", "resources/")):
+            return value
+        return str(self.repo_path(value))

@@ -1,0 +1,156 @@
+"""One typed, frozen job object per kind of run-level job: what it reads (``files()``), what it
+writes, and every setting it runs with, resolved. A rule takes its inputs and its single ``job``
+param from the same object (``to_dict()``); its script rebuilds it (``from_dict()``) and hands
+it to one function of :mod:`mmt_repro.execute`, which writes the job beside its output (the job
+record). Torch-free."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+
+def _plain(value):
+    """JSON-able copy: dicts, lists, str/int/float/bool/None (Snakemake's Namedlist -> list)."""
+    if isinstance(value, dict) or (hasattr(value, "items") and hasattr(value, "keys")):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Job:
+    kind: ClassVar[str] = ""
+
+    def files(self) -> dict:
+        """The job's inputs by role (a role may hold a list of files)."""
+        return dict(self.inputs)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, **_plain(dataclasses.asdict(self))}
+
+    @classmethod
+    def from_dict(cls, data) -> Job:
+        data = _plain(data)
+        kind = data.pop("kind", cls.kind)
+        if kind != cls.kind:
+            raise ValueError(f"a {kind!r} job given to {cls.__name__} (kind {cls.kind!r})")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"{cls.__name__} has no fields {unknown}; it has {sorted(names)}")
+        return cls(**data)
+
+    def settings_hash(self) -> str:
+        """sha256 (16 hex digits) of the resolved job: equal jobs, equal hash."""
+        text = json.dumps(self.to_dict(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TrainJob(Job):
+    """One training run: ``results/models/<paper>/<system>/<dataset>.<pair>.seed<seed>``."""
+
+    kind: ClassVar[str] = "train"
+    paper: str
+    system: str
+    dataset: str
+    pair: str
+    seed: int
+    model: str  # registry key of the model (mmt_repro.models.registry)
+    model_config: dict  # the system's config on this pair (its `by_pair` overrides applied)
+    train_config: dict  # the trainer's settings, seed included
+    subword: str  # the target side's subword kind, merged back for validation BLEU
+    resources: dict  # name -> file of every declared resource (vectors, weights, tables)
+    extras: dict  # name -> file of per-example extras (word alignments)
+    imports: list  # modules that register the paper's parts
+    tasks: list  # extra training tasks with their files (multi-task systems)
+    inputs: dict  # role -> file(s): corpus, validation, vocabularies, features, init, ...
+    best: str  # outputs: the best checkpoint, the learning curve, the resumable checkpoint
+    curve: str
+    last: str
+    record: str  # the job record written beside the checkpoint (<model>.job.json)
+    device: str
+
+
+@dataclass(frozen=True)
+class TranslateJob(Job):
+    """Decoding one test split with one checkpoint (a `reverse_of` system: its forward model's,
+    backward; a `train_on` system: its one training run's) in one image condition."""
+
+    kind: ClassVar[str] = "translate"
+    paper: str
+    system: str
+    dataset: str
+    split: str
+    pair: str
+    seed: int
+    condition: str
+    checkpoint: str  # the checkpoint actually decoded
+    direction: str  # forward | backward
+    decode: dict
+    subword: str
+    shuffle_seed: int | None
+    inputs: dict
+    out: str  # the translation (or the attention dump of dump_attention)
+    stats: str | None
+    device: str
+
+
+@dataclass(frozen=True)
+class ScoreJob(Job):
+    """Every metric of the paper's scoring block on one translation file."""
+
+    kind: ClassVar[str] = "score"
+    meta: dict  # paper, table, system, dataset, pair, test_set, seed, condition, checkpoint
+    scoring: dict
+    ref_subword: str
+    meteor_jar: str | None
+    inputs: dict  # hyp, decode_stats, ref (list)
+    out: str
+
+
+@dataclass(frozen=True)
+class AnalyseJob(Job):
+    """One registered analysis of one run (e.g. VAD, beta shares, rare-word F-score)."""
+
+    kind: ClassVar[str] = "analyse"
+    name: str  # <paper>.<analysis>
+    input_kind: str  # attention | model | translation | translation_train
+    meta: dict
+    imports: list
+    inputs: dict
+    out: str
+
+
+@dataclass(frozen=True)
+class TableJob(Job):
+    """One paper table: our numbers beside the published ones, with the runs behind each row."""
+
+    kind: ClassVar[str] = "table"
+    paper: str
+    table: str
+    note: str
+    unavailable: dict
+    not_comparable: dict
+    inputs: dict  # scores (list), published, significance
+    out: str
+
+
+JOB_KINDS = {cls.kind: cls for cls in (TrainJob, TranslateJob, ScoreJob, AnalyseJob, TableJob)}
+
+
+def job_from_dict(data) -> Job:
+    """The job object of a ``to_dict()`` dict, whatever its kind."""
+    kind = dict(data).get("kind")
+    if kind not in JOB_KINDS:
+        raise ValueError(f"unknown job kind {kind!r}; known: {', '.join(JOB_KINDS)}")
+    return JOB_KINDS[kind].from_dict(data)
+
+
+__all__ = ["Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob", "JOB_KINDS", "job_from_dict",
+           "field"]

@@ -1,0 +1,192 @@
+"""The plan of the text stage: each paper's recipe (tokenisation chains, WordPiece, per-paper
+BPE codes and vocabularies learnt on every corpus its systems train on) and the vocabulary
+report (text.smk)."""
+
+from __future__ import annotations
+
+from ..text.wordpiece import WORDPIECE_VOCAB_INPUT
+from .base import is_captioning
+from .paths import path
+
+
+class TextPlan:
+    def recipe_targets(self) -> list:
+        """Every corpus of `data.corpora` through the text chain of each paper that reads it
+        (`data.recipes`), e.g. text/multi30k/val.lc.norm.tok.en."""
+        targets = set()
+        for paper, datasets in self.config["data"].get("recipes", {}).items():
+            if paper not in self.settings:
+                raise ValueError(
+                    f"data.recipes names paper {paper!r}, which is not under `papers`; valid: {', '.join(self.settings)}"
+                )
+            rec = self.recipe(paper)
+            for ds in datasets:
+                if ds not in self.config["data"]["corpora"]:
+                    continue
+                for key in self.corpus_text_files(ds):
+                    split, lang = key.split("|")
+                    if lang in rec.langs:
+                        targets.add(path("text", dataset=ds, split=split, chain=rec.chain_for(lang), lang=lang))
+        return sorted(targets)
+
+    def tokenize_inputs(self, wildcards) -> dict:
+        """The prepared text (caption k of each image for tokenize_captions), plus the WordPiece
+        vocabulary for chains with the wp step."""
+        k = getattr(wildcards, "k", None)
+        split = wildcards.split if k is None else f"{wildcards.split}.{k}"
+        inputs = {"text": path("corpus", dataset=wildcards.dataset, split=split, lang=wildcards.lang)}
+        if wildcards.chain.endswith("wp"):
+            inputs["wordpiece_vocab"] = self.wordpiece_vocab_file()
+        return inputs
+
+    # ------------------------------------------------------------------ WordPiece
+    def wordpiece_vocab_file(self) -> str:
+        """The vocab.txt of the wp step: the recipe's ``wordpiece_vocab`` (the manifest input
+        bertgen_vocab, or one learnt by learn_wordpiece); every paper with wp must agree, since
+        the tokenised text is shared."""
+        files = {s.recipe.wordpiece_vocab for s in self.settings.values() if s.recipe.subword == "wordpiece"}
+        if len(files) > 1:
+            raise ValueError(f"papers with the wp step name different WordPiece vocabularies: {sorted(files)}; use one")
+        return files.pop() if files else f"resources/{WORDPIECE_VOCAB_INPUT}/vocab.txt"
+
+    def wordpiece_training_text(self, wildcards) -> list:
+        """What learn_wordpiece learns on: the lowercased training split of the corpus, in every
+        language of the wp recipes that the corpus has."""
+        ds = wildcards.corpus
+        langs = {lang for s in self.settings.values() if s.recipe.subword == "wordpiece" for lang in s.recipe.langs}
+        train = self.dataset_config(ds)["train"]
+        return [path("text", dataset=ds, split=train, chain="lc", lang=lang)
+                for lang in self.dataset_langs(ds) if lang in langs]
+
+    def vocab_is_wordpiece(self, wildcards) -> bool:
+        """Whether build_vocab reads the WordPiece vocab.txt (the recipe's wp step) as it is."""
+        return self.recipe(wildcards.paper).subword == "wordpiece"
+
+    # ------------------------------------------------------------------ BPE and vocabularies
+    def vocabulary_corpora(self, paper, ds, pair) -> list:
+        """The real text a paper's systems train on for `pair` on dataset `ds` (either direction):
+        every system of its enabled tables there and what they start from or back-translate with
+        (mmt_repro.settings.PaperSettings.vocabulary_corpora). Codes and vocabularies are learnt
+        on all of it, so every system of the paper on `ds` shares them."""
+        rev = "-".join(reversed(pair.split("-")))
+        train = self.dataset_config(ds)["train"]
+        by_pair = {}
+        for p, _, t in self.enabled:
+            if p == paper and t["dataset"] == ds and t["pair"] in (pair, rev):
+                by_pair.setdefault(t["pair"], []).extend(t["systems"])
+        parts = []
+        for table_pair, systems in by_pair.items() or [(pair, [])]:
+            for part in self.settings[paper].vocabulary_corpora(systems, train, table_pair):
+                if part not in parts:
+                    parts.append(part)
+        return parts
+
+    def bpe_training_text(self, wildcards) -> list:
+        """The real text of every language these codes cover, in the paper's chain, from every
+        corpus the paper's systems train on: both BPE sides for joint codes, else the one language."""
+        paper, ds = wildcards.paper, wildcards.dataset
+        rec = self.recipe(paper)
+        langs = [lang for lang in wildcards.pair.split("-") if rec.subword_for(lang) == "bpe"]
+        if wildcards.side != "joint":
+            langs = [wildcards.side]
+        return [
+            path("text", dataset=part.dataset or ds, split=part.split, chain=rec.chain_for(lang), lang=lang)
+            for part in self.vocabulary_corpora(paper, ds, wildcards.pair)
+            for lang in part.langs
+            if lang in langs
+        ]
+
+    def bpe_symbols(self, wildcards) -> int:
+        return self.recipe(wildcards.paper).bpe_symbols
+
+    def vocab_min_freq(self, wildcards) -> int:
+        return self.recipe(wildcards.paper).min_freq
+
+    def vocab_max_size(self, wildcards):
+        return self.recipe(wildcards.paper).vocab_size
+
+    def recipe_max_len(self, wildcards):
+        return self.recipe(wildcards.paper).max_len
+
+    def bpe_codes(self, wildcards) -> str:
+        return path("bpe_codes", paper=wildcards.paper, dataset=wildcards.dataset, pair=wildcards.pair,
+                    side=self.bpe_side(wildcards.paper, wildcards.lang))
+
+    def train_text(self, wildcards) -> list:
+        """The training text a vocabulary is built on: one side, or both for a joint vocabulary;
+        for a WordPiece recipe the vocab.txt itself (the pre-trained model's rows)."""
+        paper, ds, pair = wildcards.paper, wildcards.dataset, wildcards.pair
+        if self.vocab_is_wordpiece(wildcards):
+            return [self.wordpiece_vocab_file()]
+        langs = pair.split("-") if wildcards.side == "joint" else [wildcards.side]
+        return [
+            (self.model_text(paper, ds, pair, part.split, lang) if part.dataset is None
+             else self.corpus_text(paper, ds, pair, part.corpus, lang))
+            for part in self.vocabulary_corpora(paper, ds, pair)
+            for lang in part.langs
+            if lang in langs
+        ]
+
+    # ------------------------------------------------------------------ the vocabulary report
+    def vocab_report_targets(self) -> list:
+        """results/data/vocab/{paper}.tsv of every paper with an enabled table."""
+        return [path("vocab_report", paper=p) for p in sorted({p for p, _, _ in self.enabled})]
+
+    def vocab_report_rows(self, wildcards) -> list:
+        """For results/data/vocab/{paper}.tsv: one row per vocabulary side and corpus it serves
+        (every corpus of vocabulary_corpora, plus the synthetic back-translated pairs), on each
+        (dataset, pair) of the paper's enabled tables."""
+        paper = wildcards.paper
+        rec = self.recipe(paper)
+        published = dict(rec.published_vocab)
+        rows, seen = [], set()
+        # the vocabularies the paper's models are trained with: a table's own (dataset, pair), or
+        # a `train_on` system's one training run; captioning pairs (im-<lang>) have no source side
+        runs = []
+        for p, _, t in self.enabled:
+            if p != paper:
+                continue
+            for system in t["systems"]:
+                ds, pair = self.model_location(paper, system, t["dataset"], t["pair"])
+                if not is_captioning(pair) and (ds, pair, t) not in runs:
+                    runs.append((ds, pair, t))
+        for ds, table_pair, t in runs:
+            pair = self.canonical_pair(paper, ds, table_pair)
+            if (ds, pair) in seen:
+                continue
+            seen.add((ds, pair))
+            uses_bt = any(
+                self.system_settings(paper, s).corpus == "backtranslated"
+                for s in self.settings[paper].systems_needed(t["systems"])
+            )
+            for lang in pair.split("-"):
+                base = dict(
+                    dataset=ds, pair=pair, lang=lang, vocab=self.vocab_file(paper, ds, pair, lang),
+                    published_size=published.get(lang),
+                    codes=(path("bpe_codes", paper=paper, dataset=ds, pair=pair, side=self.bpe_side(paper, lang))
+                           if rec.subword_for(lang) == "bpe" else None),
+                )
+                for part in self.vocabulary_corpora(paper, ds, pair):
+                    if lang in part.langs:
+                        own = part.dataset is None
+                        rows.append(dict(
+                            base, corpus=part.corpus, split=part.split,
+                            text=(self.model_text(paper, ds, pair, part.split, lang) if own
+                                  else self.corpus_text(paper, ds, pair, part.corpus, lang)),
+                            words=path("text", dataset=part.dataset or ds, split=part.split,
+                                       chain=rec.chain_for(lang), lang=lang),
+                        ))
+                if uses_bt:
+                    stem = path("backtranslation", paper=paper, dataset=ds, pair=t["pair"])
+                    side = "src" if lang == t["pair"].split("-")[0] else "tgt"
+                    rows.append(dict(base, corpus="backtranslated", split=f"synthetic.{side}",
+                                     text=f"{stem}/synthetic.{side}"))
+        return rows
+
+    def vocab_report_inputs(self, wildcards) -> list:
+        files = []
+        for row in self.vocab_report_rows(wildcards):
+            for key in ("vocab", "codes", "text", "words"):
+                if row.get(key) and row[key] not in files:
+                    files.append(row[key])
+        return files

@@ -1,0 +1,101 @@
+"""Which code a job runs, as a short version string that Snakemake compares (a rule param):
+the package version plus a hash of the source of every package module the job's entry modules
+import, directly or not (read statically with ``ast``: nothing is imported, torch never).
+
+Snakemake re-runs a job when a param changes, so a fix in ``src/mmt_repro/metrics/`` re-runs
+the score jobs, and only the jobs whose code imports it."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE = "mmt_repro"
+
+# The package modules each kind of job runs: what its code version hashes. A subpackage named
+# here brings all its modules (the model registry imports models by name, which no import shows).
+JOB_CODE = {
+    "train": ("mmt_repro.execute", "mmt_repro.train", "mmt_repro.models"),
+    "translate": ("mmt_repro.execute", "mmt_repro.decode", "mmt_repro.models"),
+    "score": ("mmt_repro.execute", "mmt_repro.metrics.mt"),
+    "analyse": ("mmt_repro.execute", "mmt_repro.tables.analyses", "mmt_repro.models", "mmt_repro.metrics"),
+    "table": ("mmt_repro.execute", "mmt_repro.tables.build"),
+}
+ROOT = Path(__file__).resolve().parents[1]  # src/mmt_repro, the package jobs import
+
+
+def package_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("mmt-repro")
+    except Exception:  # not installed (PYTHONPATH=src)
+        return "0+unknown"
+
+
+def _module_file(name: str, root: Path) -> Path | None:
+    parts = name.split(".")[1:]
+    base = root.joinpath(*parts)
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return None
+
+
+def _imports(name: str, file: Path, root: Path) -> set[str]:
+    """Package modules that ``name`` imports anywhere in its source (functions included)."""
+    tree = ast.parse(file.read_text(encoding="utf-8"))
+    is_pkg = file.name == "__init__.py"
+    here = name.split(".") if is_pkg else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == PACKAGE)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod.split(".")[0] != PACKAGE:
+                continue
+            found.add(mod)
+            found.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import submodule`
+    # a module's parent packages run first (their __init__)
+    parts = name.split(".")
+    found.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return {m for m in found if _module_file(m, root) is not None}
+
+
+@lru_cache(maxsize=None)
+def closure(entries: tuple[str, ...], root: Path = ROOT) -> tuple[str, ...]:
+    """Every package module that the entry modules import, transitively (sorted), the entries
+    included; a subpackage named as an entry brings all its modules (e.g. the model registry's)."""
+    todo, seen = [], set()
+    for entry in entries:
+        file = _module_file(entry, root)
+        if file is None:
+            raise ValueError(f"no module {entry!r} under {root}")
+        todo.append(entry)
+        if file.name == "__init__.py":
+            todo += [f"{entry}.{p.stem}" for p in sorted(file.parent.glob("*.py")) if p.stem != "__init__"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(_imports(name, _module_file(name, root), root) - seen)
+    return tuple(sorted(seen))
+
+
+@lru_cache(maxsize=None)
+def code_version(*entries: str, root: Path = ROOT) -> str:
+    """``<package version>+<12 hex digits>``: the hash of the source of ``closure(entries)``."""
+    digest = hashlib.sha256()
+    for name in closure(tuple(entries), root):
+        digest.update(name.encode())
+        digest.update(_module_file(name, root).read_bytes())
+    return f"{package_version()}+{digest.hexdigest()[:12]}"
