@@ -68,7 +68,7 @@ def bench_extractors(args, device: str) -> list[tuple[str, str, float, str]]:
     import torch
 
     from mmt_repro.features.extractors import get_extractor
-    from mmt_repro.features.regions import get_region_backend
+    from mmt_repro.features.detectors import get_region_backend
     from mmt_repro.features.video import I3DExtractor, decode_video, segment_frames
 
     rows = []

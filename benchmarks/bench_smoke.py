@@ -33,6 +33,15 @@ def job_seconds(workdir: Path) -> list[tuple[str, Path, float]]:
     return jobs
 
 
+def paper_seconds(workdir: Path, papers: list[str]) -> dict[str, float]:
+    """Job seconds per paper (its jobs: results/benchmarks/<rule>/<paper>/...); the rest under "shared"."""
+    totals: dict[str, float] = defaultdict(float)
+    for _rule, path, secs in job_seconds(workdir):
+        owner = path.parts[1] if len(path.parts) > 2 and path.parts[1] in papers else "shared"
+        totals[owner] += secs
+    return dict(totals)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, default=REPO, help="folder of the smoke run (results/ inside)")

@@ -3,12 +3,15 @@
 ``config/config.yaml`` (full run) and ``config/smoke.yaml`` (merged on top of it by Snakemake's
 ``--configfile``) are checked against ``config/schema.yaml`` on every run; an unknown key or a
 value of the wrong type stops the run with a message naming the key. Each paper's settings live
-in ``config/papers/<paper>.yaml`` and are read and checked by :mod:`mmt_repro.settings`.
+in ``config/papers/<paper>.yaml`` and are read and checked by :mod:`mmt_repro.settings`;
+:func:`make_dataclass_config` builds their dataclasses (and the models' configs,
+:mod:`mmt_repro.models.registry`) from plain dicts, naming unknown keys.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +77,13 @@ def load_yaml(path: str | Path) -> dict:
     if not isinstance(data, dict):
         raise DataError(path, "must hold a mapping at the top level", "see config/papers/doubly_attentive.yaml")
     return data
+
+
+def make_dataclass_config(cls, values: dict | None, what: str):
+    """``cls(**values)`` after rejecting unknown keys with the list of valid ones."""
+    values = dict(values or {})
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ValueError(f"unknown {what} key(s) {unknown}; valid keys: {', '.join(sorted(fields))}")
+    return cls(**values)

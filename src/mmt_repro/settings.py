@@ -24,10 +24,10 @@ A paper file has these blocks; each is checked here, with unknown keys named:
 ==================  =========================================================================
 
 Planning (the Snakefile) reads these without importing torch: it needs the visual input of a
-system (``visual``) and never builds a model. :func:`check_model_configs` validates every
-``model_config`` against the model's dataclass and ``visual`` against the model class; it
-imports the models (torch), so the workflow runs it once at the start of a real run
-(``onstart``) and every training job runs it again for its own system.
+system (``visual``) and never builds a model, and this module imports no model.
+:func:`mmt_repro.model_configs.check_model_configs` validates every ``model_config`` against the
+model's dataclass and ``visual`` against the model class; it imports the models (torch), so the
+workflow runs it once at the start of a real run (``onstart``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError, deep_update, load_yaml
+from .config import ConfigError, deep_update, load_yaml, make_dataclass_config
 from .text.recipes import Recipe
 
 VISUAL_KINDS = ("none", "grid", "regions", "video")
@@ -106,16 +106,6 @@ class TrainConfig:
             raise ValueError(f"accumulate must be >= 1, got {self.accumulate}")
         if len(self.adam_betas) != 2:
             raise ValueError(f"adam_betas needs two values (beta1, beta2), got {self.adam_betas}")
-
-
-def make_dataclass_config(cls, values: dict | None, what: str):
-    """``cls(**values)`` after rejecting unknown keys with the list of valid ones."""
-    values = dict(values or {})
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - fields)
-    if unknown:
-        raise ValueError(f"unknown {what} key(s) {unknown}; valid keys: {', '.join(sorted(fields))}")
-    return cls(**values)
 
 
 def make_train_config(values: dict | None) -> TrainConfig:
@@ -523,43 +513,16 @@ def _reverse_block(name: str, block: dict, blocks: dict, where: str) -> dict:
 
 
 def import_model_modules(modules: list[str] | tuple[str, ...] = ()) -> None:
-    """Import the package's models and any extra modules a paper declares (``imports``)."""
-    import mmt_repro.models  # noqa: F401  (registers the package's models)
-
+    """Import the extra modules a paper declares (``imports``): models and analyses kept outside
+    the package register themselves on import. The package's own models register on ``import
+    mmt_repro.models`` (done by whatever builds a model: :mod:`mmt_repro.checkpoint`, the
+    trainer, :mod:`mmt_repro.model_configs`); settings never import them (torch-free)."""
     for name in modules:
         try:
             importlib.import_module(name)
         except ImportError as err:
             raise ConfigError(f"cannot import model module {name!r} ({err}); it must be importable (installed or "
                               "on PYTHONPATH)") from err
-
-
-def check_model_configs(settings: PaperSettings, only: str | None = None) -> None:
-    """Check each system's ``model_config`` against its model's dataclass and ``visual``
-    against the model class (imports torch)."""
-    import_model_modules(settings.imports)
-    from .models.registry import make_config, model_class
-
-    for name, system in settings.systems.items():
-        if only is not None and name != only:
-            continue
-        where = f"{settings.path}: system '{name}'"
-        try:
-            make_config(system.model, system.model_config)
-            cls = model_class(system.model)
-        except (TypeError, ValueError) as err:
-            raise ConfigError(f"{where}: {err}") from err
-        if cls.visual != system.visual:
-            raise ConfigError(f"{where}: visual is {system.visual!r} but model {system.model} reads "
-                              f"{cls.visual!r}; set `visual: {cls.visual}`")
-        try:
-            for pair in system.by_pair:
-                make_config(system.model, system.for_pair(pair)[0])
-        except (TypeError, ValueError) as err:
-            raise ConfigError(f"{where}: by_pair: {err}") from err
-        if system.reverse_of and "backward" not in cls.directions:
-            raise ConfigError(f"{where}: reverse_of {system.reverse_of!r}, but model {system.model} decodes only "
-                              f"{', '.join(cls.directions)}: it holds no backward model")
 
 
 def as_plain(obj: Any) -> Any:

@@ -21,21 +21,17 @@ from mmt_repro.decode.loop import decode_data
 from mmt_repro.models import Vocabs, build_model
 from mmt_repro.models.bertgen import (
     END,
-    MBERT_KEYS,
     REGION,
     TEXT,
-    VLBERT_KEYS,
     BertGen,
     BertGenConfig,
     Layout,
     coordinate_embedding,
     layout,
-    load_pretrained,
-    map_keys,
     parameter_count,
     text_ids,
-    vocab_rows,
 )
+from mmt_repro.models.bertgen_convert import MBERT_KEYS, VLBERT_KEYS, load_pretrained, map_keys, vocab_rows
 from mmt_repro.settings import DecodeSettings
 from mmt_repro.text.vocab import Vocab
 from mmt_repro.text.wordpiece import LEARNED_SPECIALS

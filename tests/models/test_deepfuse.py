@@ -173,7 +173,8 @@ def test_direction_accuracy_column():
 
 
 def test_jieba_word_bleu_beside_character_bleu():
-    from mmt_repro.metrics.zh_words import jieba_words, join_chars, word_bleu
+    from mmt_repro.metrics.zh_words import word_bleu
+    from mmt_repro.text.zh_segment import jieba_words, join_chars
 
     assert join_chars("一 个 人 在 跑 步 。") == "一个人在跑步。"
     words = jieba_words("一 个 人 在 跑 步 。").split()

@@ -254,7 +254,7 @@ def test_special_ids_come_from_the_target_vocabulary():
 
 
 def test_length_bound_relative_to_the_source_cuts_greedy_and_beam_alike():
-    from mmt_repro.decode.search import length_limits
+    from mmt_repro.models.base import length_limits
 
     batch = tiny_batch(seed=1)
     batch["src_len"] = torch.tensor([3, 5, 5])

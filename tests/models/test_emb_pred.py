@@ -281,7 +281,7 @@ def test_fixed_pretrained_table_lets_the_model_emit_a_word_never_seen_as_a_targe
 
 def test_analyses_rare_f_and_retrieval(tmp_path):
     from mmt_repro.features.store import write_index
-    from mmt_repro.models.emb_pred import rare_f, retrieval
+    from mmt_repro.analyses.emb_pred import rare_f, retrieval
     from mmt_repro.text.vocab import Vocab
 
     (tmp_path / "train.en").write_text("a a a a a b b c\n" * 3)

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from mmt_repro.io import read_lines
 from mmt_repro.models import MMTModel, Vocabs, register
-from mmt_repro.tables.analyses import register_analysis
+from mmt_repro.analyses.registry import register_analysis
 
 
 @dataclass

@@ -7,7 +7,8 @@ import logging
 
 import pytest
 
-from mmt_repro.data.grounded import _sample_example, _split_rng, caption, generate_grounded, gold_alignment, tagged_caption
+from mmt_repro.data.grounded import _sample_example, _split_rng, generate_grounded
+from mmt_repro.data.grounded_captions import caption, gold_alignment, tagged_caption
 from mmt_repro.text.align import aer, aer_files, align_files, learn_alignment, parse_links, reverse_links
 
 

@@ -9,7 +9,7 @@ from mmt_repro.decode.translate import dump_attention
 from mmt_repro.io import DataError
 from mmt_repro.metrics.attention_figure import plot_attention_from_dump
 from mmt_repro.models import Vocabs, build_model
-from mmt_repro.tables.analyses import run_analysis
+from mmt_repro.analyses.run import run_analysis
 from mmt_repro.text.vocab import Vocab
 from mmt_repro.checkpoint import save_checkpoint
 

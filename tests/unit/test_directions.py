@@ -11,7 +11,8 @@ from mmt_repro.config import ConfigError
 from mmt_repro.decode.translate import translate
 from mmt_repro.io import DataError
 from mmt_repro.models import Vocabs, build_model
-from mmt_repro.settings import check_model_configs, load_paper
+from mmt_repro.model_configs import check_model_configs
+from mmt_repro.settings import load_paper
 from mmt_repro.text.vocab import Vocab
 from mmt_repro.train.trainer import train
 

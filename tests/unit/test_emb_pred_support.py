@@ -16,7 +16,7 @@ from mmt_repro.config import ConfigError
 from mmt_repro.features.standardize import standardize_store
 from mmt_repro.features.store import FeatureStore, write_index
 from mmt_repro.settings import load_paper
-from mmt_repro.tables.analyses import INPUT_KINDS, register_analysis
+from mmt_repro.analyses.registry import INPUT_KINDS, register_analysis
 from mmt_repro.tables.build import make_table, read_published
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmt_repro.data.grounded import COLOURS, SHAPES, Example, caption, generate_grounded
+from mmt_repro.data.grounded import generate_grounded
+from mmt_repro.data.grounded_captions import COLOURS, SHAPES, Example, caption
 from mmt_repro.io import DataError, read_lines
 
 SIZES = {"train": 120, "val": 20, "test": 40}

@@ -20,8 +20,8 @@ from mmt_repro.metrics.mt import (
     corpus_scores,
     multibleu,
     paired_significance,
-    score_files,
 )
+from mmt_repro.metrics.score_files import score_files
 
 DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 VALIDATION = DATASETS / "metric-validation"

@@ -17,7 +17,7 @@ from mmt_repro.checkpoint import read_checkpoint
 from mmt_repro.config import ConfigError
 from mmt_repro.data.batching import ParallelData
 from mmt_repro.decode.translate import translate
-from mmt_repro.features.regions import box_geometry
+from mmt_repro.features.store import box_geometry
 from mmt_repro.features.store import open_features, write_index
 from mmt_repro.models.base import Specials, Vocabs, VocabSpec
 from mmt_repro.settings import load_paper, pair_langs

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mmt_repro.features.pretrained import import_pretrained
-from mmt_repro.features.regions import RegionStore
+from mmt_repro.features.store import RegionStore
 from mmt_repro.features.store import FeatureStore
 from mmt_repro.io import DataError, write_lines
 

@@ -13,20 +13,19 @@ import pytest
 import torch
 from PIL import Image
 
+from mmt_repro.features import detectors as dt
 from mmt_repro.features import regions as rg
-from mmt_repro.features.regions import (
+from mmt_repro.features.detectors import (
     MissingBackendError,
     RegionBackend,
     Regions,
-    RegionStore,
-    box_geometry,
-    extract_regions,
     get_region_backend,
     proposal_confidence,
     select_boxes,
 )
+from mmt_repro.features.regions import extract_regions
 from mmt_repro.features.standardize import standardize_store
-from mmt_repro.features.store import FeatureStore, write_index
+from mmt_repro.features.store import FeatureStore, RegionStore, box_geometry, write_index
 from mmt_repro.io import DataError, write_lines
 
 MEDIA = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "sample-media"
@@ -96,7 +95,7 @@ def test_box_geometry():
 def test_unknown_backend_and_missing_detectron2():
     with pytest.raises(ValueError, match=r"torchvision \(1024-d\).*detectron2 \(2048-d\)"):
         get_region_backend("yolo", "random")
-    assert rg.available_backends() == {"torchvision": 1024, "detectron2": 2048}
+    assert dt.available_backends() == {"torchvision": 1024, "detectron2": 2048}
     try:
         import detectron2  # noqa: F401
     except ImportError:
@@ -151,7 +150,7 @@ class StubRegions(RegionBackend):
 
 @pytest.fixture
 def stub(monkeypatch):
-    monkeypatch.setitem(rg._BACKENDS, "stub", StubRegions)
+    monkeypatch.setitem(dt._BACKENDS, "stub", StubRegions)
     return StubRegions
 
 

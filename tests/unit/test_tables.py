@@ -225,7 +225,7 @@ def test_published_calixto_table1_consistent_with_printed_differences():
 
 
 def test_degenerate_output_counts_and_warns_above_five_percent():
-    from mmt_repro.metrics.mt import DEGENERATE_SHARE, degenerate_output
+    from mmt_repro.metrics.score_files import DEGENERATE_SHARE, degenerate_output
 
     hyps = ["ein hund", "", "zwei kinder", "", *["ein mann"] * 16]  # 2 of 20 empty = 10 %
     got = degenerate_output(hyps, {"cut_at_max_len": 1, "max_len": 80})  # 1 of 20 cut = 5 %: not above

@@ -306,3 +306,68 @@ def test_grounded_object_regions_through_the_dag(tmp_path):
         np.testing.assert_allclose(store.regions(row)[1][1:], given[image], atol=1e-4)
         np.testing.assert_allclose(store.regions(row)[1][0], [0, 0, 64, 64], atol=1e-4)
     assert abs(float(np.asarray(store.array[:, :, :], dtype=np.float64)[store.masks(range(4))].mean())) < 1.0
+
+
+@pytest.mark.e2e
+def test_every_row_names_its_runs_and_each_run_its_job(smoke_run):
+    """From a number to its equation in three hops: the row's runs -> <model>.job.json -> the
+    model (its registry key and resolved config); reverse_of rows name the forward checkpoint."""
+    import json
+
+    table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
+    ours = table[(table["ours"] != "") & (table["table"] != "grounded_vad")]
+    translation_rows = ours[~ours["metric"].str.startswith(("vad", "beta", "retrieval", "rare", "direction"))]
+    assert len(translation_rows) > 50
+    for runs in set(translation_rows["runs"]):
+        assert runs, "a row we produced names no run"
+        for checkpoint in runs.split():
+            record = json.loads((smoke_run / checkpoint.replace(".best.pt", ".job.json")).read_text())
+            assert record["job"]["kind"] == "train" and record["job"]["best"] == checkpoint
+            assert record["model_config_resolved"] and record["settings_hash"] and record["code_version"]
+    bwd = table[(table["paper"] == "visual_agreement") & (table["system"] == "soft_bwd") & (table["ours"] != "")]
+    assert set(bwd["runs"]) == {"results/models/visual_agreement/soft/grounded.en-de.seed1.best.pt"}
+
+
+@pytest.mark.e2e
+def test_a_change_to_the_scoring_code_reruns_the_score_jobs_only(smoke_run, tmp_path):
+    """Snakemake re-runs a job whose `code` param changed: editing a function in
+    src/mmt_repro/metrics/score_files.py re-plans the score jobs (and what reads them), not the training."""
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "src" / "mmt_repro", src / "mmt_repro", ignore=shutil.ignore_patterns("__pycache__"))
+    args = ("all", "-n", "--directory", str(smoke_run), "--configfile", str(REPO / "config" / "smoke.yaml"),
+            "--quiet", "rules")
+
+    def planned(pythonpath):
+        env = dict(os.environ, PYTHONPATH=str(pythonpath), PYTHONUNBUFFERED="1")
+        res = subprocess.run([*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), *args], cwd=REPO,
+                             capture_output=True, text=True, timeout=600, env=env)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+        return res.stdout + res.stderr
+
+    unchanged = planned(src)
+    assert "score" not in unchanged.split() and "train_model" not in unchanged.split(), unchanged[-2000:]
+    with (src / "mmt_repro" / "metrics" / "score_files.py").open("a", encoding="utf-8") as fh:
+        fh.write("\n\ndef _an_edited_function():\n    return 1\n")
+    changed = planned(src).split()
+    assert "score" in changed and "make_table" in changed
+    assert "train_model" not in changed and "translate" not in changed
+
+
+@pytest.mark.e2e
+def test_each_papers_smoke_jobs_stay_in_its_budget(smoke_run):
+    """Job-seconds of each paper's jobs in the smoke run (its benchmark files) against
+    papers.<paper>.smoke_budget_s of config/smoke.yaml: CI's time as papers join."""
+    import importlib.util
+
+    import yaml
+
+    spec = importlib.util.spec_from_file_location("bench_smoke", REPO / "benchmarks" / "bench_smoke.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    papers = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text(encoding="utf-8"))["papers"]
+    totals = bench.paper_seconds(smoke_run, list(papers))
+    over = {p: f"{totals.get(p, 0.0):.0f} s of {b['smoke_budget_s']}" for p, b in papers.items()
+            if totals.get(p, 0.0) > b["smoke_budget_s"]}
+    assert not over, f"over their smoke budget (benchmarks/bench_smoke.py shows the slowest jobs): {over}"

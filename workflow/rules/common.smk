@@ -29,7 +29,7 @@ def code(kind):
 def onstart_check_models(log=None):
     """Real runs (not dry runs, not SLURM job steps): every system's model config against its
     model's dataclass, once, before any job starts (imports torch)."""
-    from mmt_repro.settings import check_model_configs
+    from mmt_repro.model_configs import check_model_configs
 
     try:
         for settings in PLAN.settings.values():

@@ -11,7 +11,7 @@ named fields:
 - ``img (batch, L, D)`` float32 and ``img_mask (batch, L)`` bool (True = a real region, segment
   or grid cell; detector regions and video segments are padded to the store's L), or None;
 - ``img_geometry (batch, L, 6)`` float32, only when the store is a region store (it has boxes,
-  :class:`~mmt_repro.features.regions.RegionStore`): each region's box as ``x1, y1, x2, y2, w, h``
+  :class:`~mmt_repro.features.store.RegionStore`): each region's box as ``x1, y1, x2, y2, w, h``
   divided by the image's width or height (zeros in padded slots);
 - ``src_lang``, ``tgt_lang``: lists of language codes, one per example, when the data was
   given its language pair (``langs``; a multilingual model picks its output language from
@@ -39,6 +39,8 @@ import numpy as np
 import torch
 
 from ..io import DataError, read_lines
+from .feature_reads import read_feature_rows, read_geometry_rows
+from .unroll import MultiTaskData
 
 
 class ParallelData:
@@ -138,6 +140,13 @@ class ParallelData:
     def n_target_tokens(self) -> int:
         return sum(len(self.tgt[i]) + 1 for i in self.indices) if self.tgt is not None else 0
 
+    def multi_task(self, tasks: dict | None, builder, epoch_examples: int = 0) -> MultiTaskData:
+        """This data as the reference task of ``tasks`` (``{name: ParallelData}``), every task's
+        targets unrolled and mixed per step (:class:`~mmt_repro.data.unroll.MultiTaskData`,
+        whose batches ``builder.collate`` lays out): the training view a model's
+        ``wrap_training_data`` asks for (BertGen) without importing the data layer."""
+        return MultiTaskData({"reference": self, **dict(tasks or {})}, builder, epoch_examples)
+
     def collate(self, ids: list[int]) -> dict:
         batch = {"ids": torch.tensor(ids, dtype=torch.long), "img": None, "img_mask": None}
         if self.src is not None:
@@ -217,26 +226,6 @@ class ParallelData:
             ids.sort(key=self._length)
         for j in range(0, len(ids), batch_size):
             yield self.collate(ids[j : j + batch_size])
-
-
-def read_feature_rows(store, rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Features ``(len(rows), L, D)`` float32 and their mask ``(len(rows), L)`` bool of a store
-    (a :class:`~mmt_repro.features.store.FeatureStore`, or any object with ``len`` and
-    ``[row] -> (L, D)``; without ``mask`` every slot counts)."""
-    if hasattr(store, "batch"):
-        return store.batch(rows)
-    img = np.stack([np.asarray(store[r], dtype=np.float32) for r in rows])
-    if hasattr(store, "mask"):
-        mask = np.stack([np.asarray(store.mask(r), dtype=bool) for r in rows])
-    else:
-        mask = np.ones(img.shape[:2], dtype=bool)
-    return img, mask
-
-
-def read_geometry_rows(store, rows: list[int]) -> np.ndarray:
-    """``(len(rows), L, 6)`` float32 normalised box geometry of a region store's rows
-    (:meth:`~mmt_repro.features.regions.RegionStore.geometry`; zeros in padded slots)."""
-    return np.stack([np.asarray(store.geometry(r), dtype=np.float32) for r in rows])
 
 
 def check_feature_dim(model, *stores) -> None:

@@ -24,7 +24,8 @@ pools of 50 batches (less padding) and the batches shuffled.
 
 A batch (what :meth:`MultiTaskData.train_batches` lists) is an int array ``(n, 2)`` of
 ``(task, example)``; :meth:`MultiTaskData.collate` hands ``(data, sentence, t)`` triples to the
-model's builder (BertGen: :class:`mmt_repro.models.bertgen.Stream`), which lays out the input.
+model's builder (BertGen: :class:`mmt_repro.models.bertgen.Stream`), which lays out the input,
+with the reader of their images (:func:`mmt_repro.data.feature_reads.read_task_images`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+
+from .feature_reads import read_task_images
 
 POOL = 50  # batches per length-sorted pool
 
@@ -141,8 +144,8 @@ def _seed(seed: int, task: int, n: int) -> int:
 
 class MultiTaskData:
     """Tasks (``{name: ParallelData}``, the reference first) unrolled and mixed per step (module
-    docstring); ``builder.collate(items)`` makes a batch of ``(data, sentence, t)`` triples.
-    Stands in for the training :class:`ParallelData` in the shared trainer."""
+    docstring); ``builder.collate(items, read_images)`` makes a batch of ``(data, sentence, t)``
+    triples. Stands in for the training :class:`ParallelData` in the shared trainer."""
 
     def __init__(self, tasks: dict, builder, epoch_examples: int = 0):
         if not tasks:
@@ -186,7 +189,7 @@ class MultiTaskData:
             view = self.tasks[int(k)][1]
             sent, t = view.locate(ids[ids[:, 0] == k, 1])
             items += [(view.data, int(i), int(j)) for i, j in zip(sent, t)]
-        return self.builder.collate(items)
+        return self.builder.collate(items, read_task_images)
 
 
 def unrolled_count(lines: list[str]) -> int:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 import torch
 
 from ..data.batching import move
+from ..models.base import length_limits
 from ..settings import DecodeSettings
 from ..text.recipes import merge_subwords
-from .search import beam_search, greedy, length_limits
+from .search import beam_search, greedy
 
 
 @dataclass

@@ -20,7 +20,8 @@ leaves the flat batch, so later steps run only the rows still searching. It rank
 hypotheses by ``score / length ** alpha`` (``alpha = 0``: raw log-probability; ``1``:
 per-token average), where length counts ``<eos>``.
 
-Hypothesis length is bounded per sentence: ``min(max_len, max_len_a * source_length +
+Hypothesis length is bounded per sentence (:func:`~mmt_repro.models.base.length_limits`, which
+models that decode themselves apply too): ``min(max_len, max_len_a * source_length +
 max_len_b)`` tokens (``max_len_a = 0``: ``max_len`` only; examples without source text:
 ``max_len``). A hypothesis that reaches its bound is cut there (counted by the decode loop), so
 a looping model cannot run on to ``max_len`` on a short sentence.
@@ -28,11 +29,12 @@ a looping model cannot run on to ``max_len`` on a short sentence.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import torch
+
+from ..models.base import length_limits
 
 
 def tree_map(fn: Callable[[torch.Tensor], torch.Tensor], obj: Any) -> Any:
@@ -65,15 +67,6 @@ def _specials(model, bos_id, eos_id, pad_id):
     return (sp.bos if bos_id is None else bos_id), (sp.eos if eos_id is None else eos_id), (sp.pad if pad_id is None else pad_id)
 
 
-def length_limits(batch: dict, max_len: int, max_len_a: float = 0.0, max_len_b: int = 0) -> list[int]:
-    """Most target tokens per example: ``min(max_len, ceil(max_len_a * src_len) + max_len_b)``
-    with a source, else ``max_len`` (see the module docstring); at least 1."""
-    n = batch["ids"].size(0)
-    if max_len_a <= 0 or batch.get("src_len") is None:
-        return [max_len] * n
-    return [max(1, min(max_len, math.ceil(max_len_a * int(s)) + max_len_b)) for s in batch["src_len"].tolist()]
-
-
 @torch.no_grad()
 def greedy(
     model, batch: dict, max_len: int, bos_id: int | None = None, eos_id: int | None = None, collect_info: bool = False,
@@ -82,7 +75,7 @@ def greedy(
     """Greedy decoding. Returns ``(hyps, infos)``: ``hyps`` a list of token-id lists without
     ``<eos>``; ``infos`` (when ``collect_info``) a list per sentence of ``{name: tensor (steps, ...)}``
     covering the emitted tokens and the ``<eos>`` step. Special ids default to ``model.specials``.
-    ``max_len_a``, ``max_len_b``: the per-sentence bound of :func:`length_limits`."""
+    ``max_len_a``, ``max_len_b``: the per-sentence bound of :func:`~mmt_repro.models.base.length_limits`."""
     bos_id, eos_id, pad_id = _specials(model, bos_id, eos_id, pad_id)
     enc = model.encode(batch)
     state = model.init_state(enc)
@@ -127,7 +120,7 @@ def beam_search(
     max_len_b: int = 0,
 ) -> list[list[int]]:
     """Batched beam search; returns the best hypothesis per sentence (token ids, no ``<eos>``).
-    ``max_len_a``, ``max_len_b``: the per-sentence bound of :func:`length_limits`."""
+    ``max_len_a``, ``max_len_b``: the per-sentence bound of :func:`~mmt_repro.models.base.length_limits`."""
     if beam_size < 1:
         raise ValueError("beam_size must be >= 1")
     bos_id, eos_id, pad_id = _specials(model, bos_id, eos_id, pad_id)

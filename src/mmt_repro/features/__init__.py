@@ -5,7 +5,7 @@ view                   writer                                            store r
 =====================  ================================================  ======================
 ResNet-50 grid/pooled  :func:`grid.extract_features` (res4f, res5c,      :class:`store.FeatureStore`
                        pool5), ``import_pretrained("resnet50")``
-object regions         :func:`regions.extract_regions` (torchvision      :class:`regions.RegionStore`
+object regions         :func:`regions.extract_regions` (torchvision      :class:`store.RegionStore`
                        1024-d, detectron2 2048-d), ``import_pretrained
                        ("butd")``
 video segments         :func:`video.extract_video_features` (I3D),       :class:`store.FeatureStore`

@@ -5,10 +5,9 @@ every image of a split's image list and writes the grid/pooled layout of
 :mod:`mmt_repro.features.store` (``npy`` (N, L, D) float16 and its Parquet index) in
 resumable chunks (:class:`~mmt_repro.features.store.ChunkedWriter`).
 
-The image helpers are shared with the region extractor (:mod:`mmt_repro.features.regions`):
-:func:`check_images` lists every missing or unreadable image before any work starts,
-:func:`load_image` reads one as RGB, :func:`resolve_device` turns ``"auto"`` into
-``"cuda"``/``"cpu"``.
+Its image helpers, shared with the region extractor, are :mod:`mmt_repro.features.images`; the
+device (``"auto"``: ``"cuda"`` when available, else ``"cpu"``) is
+:func:`mmt_repro.device.pick_device`'s.
 """
 
 from __future__ import annotations
@@ -18,8 +17,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import UnidentifiedImageError
 
+from mmt_repro.device import pick_device
+from mmt_repro.features.images import check_images, load_image
 from mmt_repro.features.store import (
     ChunkedWriter,
     list_problems,
@@ -34,43 +35,6 @@ from mmt_repro.features.store import (
 from mmt_repro.io import DataError, atomic_path
 
 _log = logging.getLogger(__name__)
-
-
-def resolve_device(device: str) -> str:
-    """``"auto"``: ``"cuda"`` when available, else ``"cpu"``; any other name unchanged."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
-def check_images(names: list[str], image_dir: Path) -> None:
-    """Every image must exist and have a readable header; list ALL that do not."""
-    problems = []
-    for name in names:
-        path = image_dir / name
-        if not path.is_file():
-            problems.append(f"{name} (missing)")
-            continue
-        try:
-            with Image.open(path) as im:
-                im.size  # noqa: B018 -- header parsed lazily
-        except (UnidentifiedImageError, OSError) as err:
-            problems.append(f"{name} (unreadable: {err})")
-    if problems:
-        raise DataError(
-            image_dir,
-            list_problems("missing or unreadable", problems, image_dir),
-            "fetch or regenerate those images, or remove them from the image list and the parallel text files",
-        )
-
-
-def load_image(path: Path) -> Image.Image:
-    """The image at ``path``, fully read and converted to RGB."""
-    with Image.open(path) as im:
-        im.load()
-        return im.convert("RGB")
 
 
 def extract_features(
@@ -111,7 +75,7 @@ def extract_features(
     names = read_item_list(image_list)
     check_images(names, image_dir)
 
-    dev = resolve_device(device)
+    dev = str(pick_device(device))
     ext = get_extractor(extractor, layer, weights=weights, image_size=image_size, seed=seed)
     ext.to(dev)
     L, D = ext.output_shape(image_size)

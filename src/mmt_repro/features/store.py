@@ -27,8 +27,8 @@ features`,
 The index also carries the store's metadata (extractor or backend, weights and their
 description, sizes, shape, dtype, ...) as JSON under the Parquet schema metadata key
 ``mmt_repro``. :class:`FeatureStore` memory-maps any of these (``lengths`` holds
-``n_boxes``/``n_segments`` when present); :class:`~mmt_repro.features.regions.RegionStore`
-adds the boxes.
+``n_boxes``/``n_segments`` when present); :class:`RegionStore` adds the boxes and their
+normalised geometry (:func:`box_geometry`).
 
 Writing (:class:`ChunkedWriter`): arrays are filled through :func:`numpy.lib.format.open_memmap`
 on hidden partial files next to the outputs (``.<name>.partial.npy``) one chunk of rows at a
@@ -44,8 +44,9 @@ NaN/Inf, nothing overflowing float16); the index is renamed last. Bad input
 mean/std computed (in chunks) over a store -- the training split's -- and applied to any store
 with the same layout (padding slots excluded from the statistics and left at zero).
 
-Related modules: :mod:`mmt_repro.features.grid` (the ResNet-50 grid/pooled extractor and the
-image checks every image extractor shares) and :mod:`mmt_repro.features.standardize`.
+Related modules: :mod:`mmt_repro.features.grid` (the ResNet-50 grid/pooled extractor),
+:mod:`mmt_repro.features.images` (the image checks every image extractor shares) and
+:mod:`mmt_repro.features.standardize`.
 """
 
 from __future__ import annotations
@@ -438,15 +439,63 @@ class FeatureStore:
         return f"{type(self).__name__}({self.npy}, shape={self.shape}, weights={self.meta.get('weights_desc')!r})"
 
 
+def box_geometry(boxes: np.ndarray, width, height) -> np.ndarray:
+    """``(..., 4)`` pixel boxes -> ``(..., 6)`` normalised ``x1/W, y1/H, x2/W, y2/H, w/W, h/H``.
+
+    ``width``/``height`` are scalars or arrays over the leading dimensions: ``(N,)`` for boxes
+    ``(N, K, 4)``."""
+    b = np.asarray(boxes, dtype=np.float32)
+
+    def lead(x):
+        x = np.asarray(x, dtype=np.float32)
+        return x.reshape(x.shape + (1,) * (b.ndim - x.ndim))
+
+    w, h = lead(width), lead(height)
+    x1, y1, x2, y2 = b[..., 0:1] / w, b[..., 1:2] / h, b[..., 2:3] / w, b[..., 3:4] / h
+    return np.concatenate([x1, y1, x2, y2, x2 - x1, y2 - y1], axis=-1)
+
+
+class RegionStore(FeatureStore):
+    """A region store: features (memory-mapped), boxes (memory-mapped) and the index."""
+
+    def __init__(self, npy: Path, boxes: Path, index: Path):
+        super().__init__(npy, index)
+        self.boxes_path = Path(boxes)
+        if self.lengths is None or not {"width", "height"} <= set(self.columns):
+            raise DataError(self.index, "not a region index (needs n_boxes, width, height columns)",
+                            "re-run the region extraction rule")
+        if not self.boxes_path.is_file():
+            raise DataError(self.boxes_path, "boxes file does not exist", "re-run the region extraction rule")
+        try:
+            self.boxes = np.load(self.boxes_path, mmap_mode="r")
+        except Exception as err:
+            raise DataError(self.boxes_path, f"cannot memory-map boxes ({type(err).__name__}: {err})",
+                            "delete it and re-run the region extraction rule") from err
+        if self.boxes.shape != (*self.array.shape[:2], 4):
+            raise DataError(self.boxes_path, f"boxes have shape {self.boxes.shape} but features {self.array.shape} "
+                            f"need {(*self.array.shape[:2], 4)}", "re-run the region extraction rule")
+        self.width = self.columns["width"].astype(np.int64)
+        self.height = self.columns["height"].astype(np.int64)
+
+    def regions(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Unpadded ``(n, D)`` float32 features and ``(n, 4)`` pixel boxes of one row."""
+        k = int(self.lengths[row])
+        return np.asarray(self.array[row, :k], dtype=np.float32), np.asarray(self.boxes[row, :k], dtype=np.float32)
+
+    def geometry(self, row: int) -> np.ndarray:
+        """``(K, 6)`` normalised ``x1, y1, x2, y2, w, h`` of one row (zeros in padding slots)."""
+        g = box_geometry(self.boxes[row], self.width[row], self.height[row])
+        g[~self.mask(row)] = 0.0
+        return g
+
+
 def open_features(npy: Path | None, index: Path | None) -> FeatureStore | None:
     """The store of ``npy`` and ``index``, or None when ``npy`` is None (a text-only model).
     A region store (its boxes in ``<split>.boxes.npy`` beside ``<split>.npy``) opens as a
-    :class:`~mmt_repro.features.regions.RegionStore`, which also gives each row's boxes."""
+    :class:`RegionStore`, which also gives each row's boxes."""
     if npy is None:
         return None
     boxes = Path(npy).with_name(Path(npy).stem + ".boxes.npy")
     if boxes.is_file():
-        from mmt_repro.features.regions import RegionStore
-
         return RegionStore(Path(npy), boxes, Path(index))
     return FeatureStore(Path(npy), Path(index))

@@ -52,8 +52,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mmt_repro.device import pick_device
 from mmt_repro.features.extractors import FrozenModel
-from mmt_repro.features.grid import resolve_device
 from mmt_repro.features.store import (
     ChunkedWriter,
     FeatureStore,
@@ -261,7 +261,7 @@ def _build_i3d(weights: str, seed: int):
             model = i3d_r50(pretrained=False)
         live_residual_branches(model)
         return model, f"random-init seed {int(seed)}"
-    from mmt_repro.features.regions import _load_state_dict, _load_strict
+    from mmt_repro.features.detectors import _load_state_dict, _load_strict
 
     path = Path(key)
     state = _load_state_dict(path, "i3d_r50", "set weights to 'kinetics400', 'random' or the path of an "
@@ -307,7 +307,7 @@ def extract_video_features(
     out_npy, out_index = Path(out_npy), Path(out_index)
     names = read_item_list(video_list, "video")
     paths = check_videos(names, video_dir)
-    dev = resolve_device(device)
+    dev = str(pick_device(device))
     ext = I3DExtractor(weights, seed=seed, crop_size=crop_size, short_side=short_side).to(dev)
     n, (S, D) = len(names), ext.output_shape(n_segments)
     T = int(frames_per_segment)

@@ -4,25 +4,12 @@ Wu (2020) reports "BLEU-4" on Chinese without saying how the text was segmented;
 choice moves BLEU by many points (FACTS.md: ~25 between sacreBLEU's 13a, zh and char). The
 tables score characters (the recipe's ``char`` step); :func:`word_bleu` gives the jieba-word
 figure for the docs: both sides are joined back into plain text (spaces between Chinese
-characters dropped) and segmented by ``jieba.cut`` (default dictionary, HMM on)."""
+characters dropped) and segmented by ``jieba.cut`` (default dictionary, HMM on;
+:mod:`mmt_repro.text.zh_segment`)."""
 
 from __future__ import annotations
 
-import re
-
-_CJK_SPACE = re.compile(r"(?<=[\u3000-\u9fff\uff00-\uffef])\s+(?=[\u3000-\u9fff\uff00-\uffef])")
-
-
-def join_chars(line: str) -> str:
-    """Character-segmented Chinese back to plain text (spaces kept between Latin tokens)."""
-    return _CJK_SPACE.sub("", line.strip())
-
-
-def jieba_words(line: str) -> str:
-    """``line`` (plain or character-segmented) as jieba words separated by single spaces."""
-    import jieba
-
-    return " ".join(w for w in jieba.cut(join_chars(line)) if w.strip())
+from ..text.zh_segment import jieba_words
 
 
 def word_bleu(hyps: list[str], refs: list[str]) -> dict:

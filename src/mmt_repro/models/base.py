@@ -58,6 +58,9 @@ Decode (``decoding``, class attribute)
     - ``"custom"``: the model decodes itself with ``search(batch, settings, specials)`` returning
       one list of token ids per sentence (BertGen's [MASK]-shift decoding).
 
+    Every kind bounds a hypothesis by :func:`length_limits` (``max_len``, ``max_len_a``,
+    ``max_len_b`` of the decode settings), the same bound the shared search applies.
+
 Directions (``directions``, class attribute; default ``("forward",)``)
     A model that holds a source-to-target *and* a target-to-source model in one checkpoint
     (Yang et al. 2020's jointly trained forward and backward models) lists
@@ -80,6 +83,7 @@ every task, zero-shot pairs included).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -220,3 +224,12 @@ def nearest_neighbour_scores(pred: torch.Tensor, table: torch.Tensor) -> torch.T
     pred = torch.nn.functional.normalize(pred, dim=-1)
     table = torch.nn.functional.normalize(table, dim=-1)
     return pred @ table.t()
+
+
+def length_limits(batch: dict, max_len: int, max_len_a: float = 0.0, max_len_b: int = 0) -> list[int]:
+    """Most target tokens per example: ``min(max_len, ceil(max_len_a * src_len) + max_len_b)``
+    with a source, else ``max_len`` (:mod:`mmt_repro.decode.search`); at least 1."""
+    n = batch["ids"].size(0)
+    if max_len_a <= 0 or batch.get("src_len") is None:
+        return [max_len] * n
+    return [max(1, min(max_len, math.ceil(max_len_a * int(s)) + max_len_b)) for s in batch["src_len"].tolist()]

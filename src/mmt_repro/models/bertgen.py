@@ -34,8 +34,8 @@ MLM head               :meth:`BertGen.predict`: ``logits = W_E T(h_mask) + b`` (
 decoding               :meth:`BertGen.search`: put the argmax into the [MASK] slot, shift
                        [MASK] right, stop at ``[STOP]`` (our ``<eos>``) or after ``max_len``
                        steps; every sentence of a batch at once, sentences leaving as they stop
-hybrid initialisation  :func:`load_pretrained` with the key tables :data:`VLBERT_KEYS` and
-(Figure 2)             :data:`MBERT_KEYS`: VL-BERT's visual parts, position and token-type
+hybrid initialisation  :func:`~mmt_repro.models.bertgen_convert.load_pretrained` with its key
+(Figure 2)             tables: VL-BERT's visual parts, position and token-type
                        embeddings; M-BERT's word embeddings, embedding LayerNorm, Transformer
                        and MLM head
 =====================  =======================================================================
@@ -49,8 +49,6 @@ vocabulary's reserved tokens (:class:`~mmt_repro.models.base.VocabSpec`).
 
 from __future__ import annotations
 
-import fnmatch
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,11 +57,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..decode.search import length_limits
-from .base import MMTModel, Vocabs
+from .base import MMTModel, Vocabs, length_limits
+from .bertgen_convert import load_pretrained
 from .registry import register
-
-log = logging.getLogger(__name__)
 
 #: BertGen's language specifiers (its vocab.txt renames [unused17-21]; Turkish is ``[TO_TU]``).
 LANG_TOKENS = {"en": "[TO_EN]", "de": "[TO_DE]", "fr": "[TO_FR]", "tr": "[TO_TU]", "cs": "[TO_CS]"}
@@ -238,15 +234,14 @@ class Stream:
     max_regions: int
     pack_len: int = 0
 
-    def collate(self, items: list) -> dict:
+    def collate(self, items: list, read_images) -> dict:
         """A training batch of unrolled examples ``(data, sentence, t)`` (``data`` a
         :class:`~mmt_repro.data.batching.ParallelData` with its language pair): example
         ``(i, t)`` gives the first ``t`` target tokens and predicts token ``t``, or ``[STOP]``
-        (``<eos>``) at ``t = n_i``. Examples of tasks without images get none (MT)."""
-        from ..data.batching import read_feature_rows, read_geometry_rows
-
-        reads: dict[int, tuple[object, dict[int, int]]] = {}  # task -> (store, {row: image index in the task})
-        texts, img_of, labels = [], [], []
+        (``<eos>``) at ``t = n_i``. Examples of tasks without images get none (MT).
+        ``read_images(items)`` reads the examples' images from their tasks' feature stores (the
+        data layer's :func:`~mmt_repro.data.feature_reads.read_task_images`)."""
+        texts, labels = [], []
         for data, i, t in items:
             if data.langs is None:
                 raise ValueError("BertGen's training data needs its language pair (ParallelData(langs=...))")
@@ -257,34 +252,12 @@ class Stream:
             src = data.src[i] if data.src is not None else None
             texts.append(text_ids(lang, self.cls_id, self.sep_id, self.mask_id, src, y[:t]))
             labels.append(y[t] if t < len(y) else self.eos_id)
-            if data.features is None:
-                img_of.append(None)
-                continue
-            rows = reads.setdefault(id(data), (data.features, {}))[1]
-            row = int(data.image_rows[i])
-            img_of.append((id(data), rows.setdefault(row, len(rows))))
-        # images of the batch: task by task, in order of first use within each task
-        start, base = 0, {}
-        for task, (_, rows) in reads.items():
-            base[task], start = start, start + len(rows)
-        img_of = [-1 if x is None else base[x[0]] + x[1] for x in img_of]
+        img_of, images = read_images(items)
         batch = {"ids": torch.arange(len(items)), "labels": torch.tensor(labels, dtype=torch.long),
                  "img": None, "img_mask": None}
         n_regions, slots = [], 1
-        if reads:
-            parts = [(read_feature_rows(store, list(rows)), read_geometry_rows(store, list(rows)))
-                     for store, rows in reads.values()]
-            width = max(f.shape[1] for (f, _), _ in parts)
-            dims = {f.shape[2] for (f, _), _ in parts}
-            if len(dims) > 1:
-                raise ValueError(f"the tasks' feature stores differ in feature size: {sorted(dims)}")
-
-            def pad(a, fill=0):
-                return np.pad(a, [(0, 0), (0, width - a.shape[1])] + [(0, 0)] * (a.ndim - 2), constant_values=fill)
-
-            img = torch.from_numpy(np.concatenate([pad(f) for (f, _), _ in parts]))
-            mask = torch.from_numpy(np.concatenate([pad(m, False) for (_, m), _ in parts]))
-            geom = torch.from_numpy(np.concatenate([pad(g) for _, g in parts]))
+        if images is not None:
+            img, mask, geom = (torch.from_numpy(a) for a in images)
             batch.update(img=img, img_mask=mask, img_geometry=geom)
             prepared = prepare_images(img, mask, geom, self.full_image, self.max_regions)[1]
             n_regions, slots = prepared.sum(1).tolist(), prepared.size(1)
@@ -388,12 +361,10 @@ class BertGen(MMTModel):
         """The training data as BertGen sees it: every task's targets unrolled (eq. 1), one batch
         of every task per step (:class:`~mmt_repro.data.unroll.MultiTaskData`); ``data`` is the
         reference task (an epoch is one pass over it)."""
-        from ..data.unroll import MultiTaskData
-
         if self.config.init != "random" and not self.pretrained:
             raise ValueError(f"init={self.config.init!r} needs the pre-trained weights as the system's resources "
                              "(vl_bert, and mbert for hybrid); declare them, or set init: random")
-        return MultiTaskData({"reference": data, **dict(tasks or {})}, self.stream, self.config.epoch_examples)
+        return data.multi_task(tasks, self.stream, self.config.epoch_examples)
 
     def images(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """``(img (N, R, D), mask (N, R), geometry (N, R, 6))`` with slot 0 the whole image, or
@@ -481,7 +452,7 @@ class BertGen(MMTModel):
         """Greedy [MASK]-shift decoding (section 2.1) of a batch of sentences of any lengths:
         at step ``t`` every unfinished sentence is one row ``[lang] [CLS] x [SEP] y_<t [MASK]
         [SEP]`` + regions + [END]; the argmax at [MASK] becomes ``y_t``. A sentence stops at
-        ``[STOP]`` (``<eos>``) or its length bound (:func:`~mmt_repro.decode.search.length_limits`:
+        ``[STOP]`` (``<eos>``) or its length bound (:func:`~mmt_repro.models.base.length_limits`:
         ``max_len``, BertGen 150) and leaves the batch. Outputs do not depend on the batch: a
         row sees only its own sentence (key padding mask)."""
         n = batch["ids"].size(0)
@@ -528,156 +499,6 @@ class BertGen(MMTModel):
                     still.append(b)
             active = still
         return out
-
-
-# ----------------------------------------------------------------------------- pre-trained weights
-
-#: VL-BERT base (``vl-bert-base-prec.model``, keys without DataParallel's ``module.``) -> ours.
-#: ``source`` says where the value comes from in each initialisation: ``visual`` (VL-BERT in
-#: both ``visual`` and ``hybrid``), ``vlbert`` (VL-BERT in ``hybrid`` only: BertGen's
-#: ``smart_hybrid_partial_load_model_state_dict`` takes position and token-type embeddings from
-#: VL-BERT), ``mbert`` (replaced by M-BERT's, Figure 2) or ``unused`` (BertGen has no such part).
-VLBERT_KEYS: tuple[tuple[str, str | None, str, str], ...] = (
-    ("image_feature_extractor.obj_downsample.1.weight", "obj_downsample.1.weight", "visual", "RoI + box projection"),
-    ("image_feature_extractor.obj_downsample.1.bias", "obj_downsample.1.bias", "visual", ""),
-    ("object_linguistic_embeddings.weight", "object_linguistic_embeddings.weight", "visual", "[IMG] word of regions"),
-    ("vlbert.visual_ln_text.weight", "visual_ln_text.weight", "visual", ""),
-    ("vlbert.visual_ln_text.bias", "visual_ln_text.bias", "visual", ""),
-    ("vlbert.visual_ln_object.weight", "visual_ln_object.weight", "visual", ""),
-    ("vlbert.visual_ln_object.bias", "visual_ln_object.bias", "visual", ""),
-    ("vlbert.end_embedding.weight", "end_embedding.weight", "visual", "[END]"),
-    ("vlbert.position_embeddings.weight", "position_embeddings.weight", "vlbert", "trainable (section 2.1)"),
-    ("vlbert.token_type_embeddings.weight", "token_type_embeddings.weight", "vlbert", "0 text, 2 regions"),
-    ("vlbert.word_embeddings.weight", None, "mbert", "English 30k WordPieces"),
-    ("vlbert.embedding_LayerNorm.*", None, "mbert", ""),
-    ("vlbert.encoder.layer.*", None, "mbert", "the Transformer"),
-    ("vlbert.mlm_head.predictions.*", None, "mbert", "MLM head (English vocabulary)"),
-    ("object_mask_visual_embedding.weight", None, "unused", "masked-region pre-training only"),
-    ("object_mask_word_embedding.weight", None, "unused", "masked-region pre-training only"),
-    ("aux_text_visual_embedding.weight", None, "unused", "VL-BERT's text-only corpora"),
-    ("vlbert.mvrc_head.*", None, "unused", "no masked-region classification loss"),
-    ("vlbert.relationsip_head.*", None, "unused", "no image-sentence matching loss"),
-    ("vlbert.pooler.*", None, "unused", "no pooler (with_pooler: false)"),
-)
-
-#: M-BERT cased (Hugging Face ``bert-base-multilingual-cased``) -> ours. ``rows``: the word
-#: embeddings and the output bias are re-indexed to our vocabulary (see :func:`vocab_rows`).
-#: ``{i}`` stands for a layer number. LayerNorm ``gamma``/``beta`` (old TF ports) read as
-#: ``weight``/``bias``.
-MBERT_KEYS: tuple[tuple[str, str | None, str, str], ...] = (
-    ("bert.embeddings.word_embeddings.weight", "word_embeddings.weight", "rows", "119,547 WordPieces"),
-    ("bert.embeddings.LayerNorm.weight", "embedding_LayerNorm.weight", "mbert", ""),
-    ("bert.embeddings.LayerNorm.bias", "embedding_LayerNorm.bias", "mbert", ""),
-    ("bert.encoder.layer.*", "encoder.layer.*", "mbert", "the Transformer"),
-    ("cls.predictions.transform.*", "mlm_transform.*", "mbert", "MLM head"),
-    ("cls.predictions.bias", "mlm_bias", "rows", "MLM output bias"),
-    ("cls.predictions.decoder.weight", None, "tied", "tied to the word embeddings"),
-    ("cls.predictions.decoder.bias", None, "tied", "the same tensor as cls.predictions.bias"),
-    ("bert.embeddings.position_embeddings.weight", None, "vlbert", "VL-BERT's are taken"),
-    ("bert.embeddings.token_type_embeddings.weight", None, "vlbert", "VL-BERT's are taken (3 types)"),
-    ("bert.embeddings.position_ids", None, "unused", "a buffer"),
-    ("bert.pooler.*", None, "unused", "no pooler"),
-    ("cls.seq_relationship.*", None, "unused", "no next-sentence head"),
-)
-
-#: VL-BERT sources taken by each initialisation.
-INIT_SOURCES = {"visual": ("visual",), "hybrid": ("visual", "vlbert")}
-
-
-def _normalise_key(key: str) -> str:
-    key = key[len("module."):] if key.startswith("module.") else key
-    return key.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
-
-
-def map_keys(state: dict, table) -> dict[str, tuple[str | None, str]]:
-    """``{their key: (our key or None, source)}`` for every key of ``state``; a key no entry of
-    ``table`` matches, or that two entries match, raises ``KeyError`` naming it."""
-    out = {}
-    for raw in state:
-        key = _normalise_key(raw)
-        hits = [(pat, ours, src) for pat, ours, src, _ in table if fnmatch.fnmatchcase(key, pat)]
-        if len(hits) != 1:
-            raise KeyError(f"{raw}: {'no' if not hits else len(hits)} entries of the key table match it")
-        pat, ours, src = hits[0]
-        if ours is not None and "*" in pat:
-            ours = ours.replace("*", key[len(pat.split("*")[0]):])
-        out[raw] = (ours, src)
-    return out
-
-
-def vocab_rows(vocabs: Vocabs, n_rows: int) -> torch.Tensor:
-    """For each of our target ids, its row in the pre-trained WordPiece matrix: our vocabulary is
-    ``<pad> <bos> <eos> <unk>`` + the ``n_rows`` lines of vocab.txt (id ``4 + i`` = row ``i``), and
-    the four specials take the rows of ``[PAD] [CLS] [STOP] [UNK]``."""
-    size, res = vocabs.tgt.size, vocabs.tgt.reserved
-    if size != n_rows + 4:
-        raise ValueError(f"the vocabulary has {size} entries but the pre-trained word embeddings {n_rows} rows: build "
-                         "the vocabulary from the same vocab.txt (Vocab.from_wordpiece: 4 specials + its lines)")
-    missing = [t for t in ("[PAD]", "[CLS]", "[STOP]", "[UNK]") if t not in res]
-    if missing:
-        raise ValueError(f"the vocabulary lacks {missing}: use BertGen's vocab.txt")
-    rows = torch.arange(-4, n_rows)
-    rows[:4] = torch.tensor([res["[PAD]"] - 4, res["[CLS]"] - 4, res["[STOP]"] - 4, res["[UNK]"] - 4])
-    return rows
-
-
-def read_state_dict(path: Path) -> dict:
-    """A checkpoint's tensors: ``.safetensors``, or a ``torch.save`` file (a state dict, or a dict
-    holding it under ``state_dict``/``model``, as VL-BERT's ``.model`` files)."""
-    path = Path(path)
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        return load_file(str(path))
-    obj = torch.load(path, map_location="cpu", weights_only=False)  # a manifest input (the authors' release)
-    for key in ("state_dict", "model"):
-        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-            obj = obj[key]
-    if not isinstance(obj, dict):
-        raise ValueError(f"{path}: not a state dict")
-    return {k: v for k, v in obj.items() if torch.is_tensor(v)}
-
-
-def load_pretrained(model: BertGen, init: str, resources: dict[str, Path]) -> dict[str, str]:
-    """Initialise ``model`` from VL-BERT (``resources["vl_bert"]``) and, for ``hybrid``, M-BERT
-    (``resources["mbert"]``) through the key tables. Returns ``{our key: source file key}``; every
-    parameter of ours gets at most one value and, for ``hybrid``, every one gets one."""
-    own = model.state_dict()
-    taken: dict[str, str] = {}
-
-    def put(ours: str, theirs: str, value: torch.Tensor) -> None:
-        if ours not in own:
-            raise KeyError(f"key table maps {theirs} to {ours}, which the model does not have")
-        if ours in taken:
-            raise KeyError(f"{ours} would be set twice ({taken[ours]}, {theirs})")
-        if tuple(own[ours].shape) != tuple(value.shape):
-            raise ValueError(f"{theirs} has shape {tuple(value.shape)}, our {ours} {tuple(own[ours].shape)}")
-        own[ours] = value.to(own[ours].dtype)
-        taken[ours] = theirs
-
-    for name in (["vl_bert"] + (["mbert"] if init == "hybrid" else [])):
-        if name not in resources:
-            raise ValueError(f"init={init!r} needs the resource {name!r} (declared by the system)")
-    vl = read_state_dict(resources["vl_bert"])
-    for theirs, (ours, src) in map_keys(vl, VLBERT_KEYS).items():
-        if ours is not None and src in INIT_SOURCES[init]:
-            put(ours, theirs, vl[theirs])
-    if init == "hybrid":
-        mb = read_state_dict(resources["mbert"])
-        mapped = map_keys(mb, MBERT_KEYS)
-        n_rows = next(v.shape[0] for k, v in mb.items() if _normalise_key(k) == "bert.embeddings.word_embeddings.weight")
-        rows = vocab_rows(model.vocabs, n_rows)
-        for theirs, (ours, src) in mapped.items():
-            if ours is None:
-                continue
-            put(ours, theirs, mb[theirs][rows] if src == "rows" else mb[theirs])
-        left = sorted(set(own) - set(taken))
-        if left:
-            raise KeyError(f"hybrid initialisation leaves {left} without a pre-trained value")
-    model.load_state_dict(own)
-    log.info("BertGen %s initialisation: %d of %d tensors from %s", init, len(taken), len(own),
-             ", ".join(str(resources[k]) for k in ("vl_bert", "mbert") if k in resources))
-    return taken
 
 
 def parameter_count(model: BertGen, with_word_embeddings: bool = False) -> int:

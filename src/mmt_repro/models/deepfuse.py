@@ -57,7 +57,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..tables.analyses import register_analysis
 from .base import MMTModel, Vocabs
 from .layers import linear_cross_entropy
 from .registry import register
@@ -313,19 +312,3 @@ class LSTMBaseline(VatexLSTM):
 
     use_video = False
     visual = "none"
-
-
-# ----------------------------------------------------------------------------- analysis
-@register_analysis("deepfuse.direction_accuracy", inputs="translation")
-def direction_accuracy(files: dict) -> dict:
-    """Grounded video set: the share (%) of test sentences whose translation states the
-    reference's direction of motion (and no other); the words only the order of the frames
-    gives (:func:`mmt_repro.data.grounded_video.direction_accuracy`)."""
-    from ..data.grounded_video import direction_accuracy as accuracy
-    from ..io import read_lines
-
-    hyps, refs = read_lines(files["hyp"]), read_lines(files["ref"])
-    lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for line in refs[:20] for ch in line) else "de"
-    result = accuracy(hyps, refs, lang)
-    sig = f"direction accuracy|{lang}|hyp states the reference's direction and no other|n:{result['sentences']}"
-    return {"direction_acc": {"value": round(result["accuracy"], 4), "signature": sig}}

@@ -56,7 +56,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..tables.analyses import register_analysis
 from .base import MMTModel, Vocabs
 from .layers import MLPAttention, init_calixto, linear_cross_entropy, masked_mean, variational_mask
 from .registry import register
@@ -274,21 +273,3 @@ class DoublyAttentiveNMT(_CGRUBase):
 
     use_image = True
     visual = "grid"  # the 196 res4f annotation vectors (14x14 grid); a mask, when given, is honoured
-
-
-@register_analysis("doubly_attentive.beta_shares", inputs="attention")
-def beta_shares(files: dict) -> dict:
-    """Section 5.2: the shares (%) of emitted target tokens whose gate beta exceeds 0.5 and 0.8
-    (the paper: 20% and 8%), from a greedy attention dump."""
-    from ..io import DataError
-    from ..metrics.figures import beta_shares as shares_of
-
-    dumps = torch.load(files["attention"], weights_only=False)
-    if not dumps or "beta" not in dumps[0]:
-        raise DataError(files["attention"], "attention dump has no beta gate", "dump a model with image attention (NMT_SRC+IMG)")
-    shares = shares_of(dumps, hyp_lengths=[len(d["hyp_tokens"]) for d in dumps])
-    sig = "beta share|greedy|emitted tokens (no <eos>)|n_sentences:%d" % len(dumps)
-    return {
-        "beta_gt_0.5": {"value": round(100.0 * shares["gt_0.5"], 4), "signature": sig},
-        "beta_gt_0.8": {"value": round(100.0 * shares["gt_0.8"], 4), "signature": sig},
-    }

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..settings import make_dataclass_config
+from ..config import make_dataclass_config
 from .base import MMTModel, Vocabs
 
 _REGISTRY: dict[str, tuple[type[MMTModel], type]] = {}

@@ -13,7 +13,11 @@ so a ``reverse_of`` system decodes the backward one):
   visual agreement (eqs. 12-16, 19-20), each switched by the config;
 - ``visual_agreement.transformer_text`` / ``visual_agreement.transformer``: the Transformer
   versions (section "We also implement ... based on the Transformer"), built on the shared
-  layers of :mod:`mmt_repro.models.transformer`.
+  layers of :mod:`mmt_repro.models.transformer`, in
+  :mod:`mmt_repro.models.visual_agreement_transformer`.
+
+The jobs and analyses that read a trained checkpoint (the alignment-layer choice, VAD, beta by
+word) are in :mod:`mmt_repro.analyses.visual_agreement`.
 
 Equation -> code (shapes ``(batch, ...)``; ``n`` source words, ``m`` image regions, ``d`` the
 model size, ``K`` co-attention subspaces):
@@ -56,32 +60,16 @@ block (``layer.<system>.seed<seed>.json``), which the agreement systems read as 
 
 from __future__ import annotations
 
-import json
-import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..tables.analyses import register_analysis
 from .base import MMTModel, Specials, Vocabs, VocabSpec
 from .layers import MLPAttention
 from .registry import register
-from .transformer import (
-    Embedding,
-    Encoder,
-    EncoderLayer,
-    FeedForward,
-    MultiHeadAttention,
-    Sublayer,
-    TransformerConfig,
-    label_smoothed_nll,
-)
-
-log = logging.getLogger(__name__)
 
 AGREEMENTS = ("none", "hard", "soft")
 WEIGHTINGS = ("adaptive", "frozen")
@@ -139,26 +127,6 @@ class Seq2SeqConfig(Seq2SeqTextConfig, AgreementOptions):
     def __post_init__(self):
         Seq2SeqTextConfig.__post_init__(self)
         self.check()
-
-
-@dataclass
-class TransformerTextConfig(TransformerConfig):
-    """OnlyText Transformer: "the hidden size of multi-head attention layer to 512 and the hidden
-    size of the feed-forward layer to 2,048 ... 8 heads ... 6 blocks" (the shared config's base
-    model; dropout 0.1 and label smoothing 0.1 are not stated: Vaswani et al.'s)."""
-
-
-@dataclass
-class TransformerVAConfig(TransformerConfig, AgreementOptions):
-    """The Transformer with the image, co-attention and visual agreement."""
-
-    align_layer: int | None = None  # decoder block whose attention is A_{y->v}; None: the resource alignment_layer
-
-    def __post_init__(self):
-        TransformerConfig.__post_init__(self)
-        self.check()
-        if self.align_layer is not None and not 0 <= self.align_layer < self.dec_layers:
-            raise ValueError(f"align_layer={self.align_layer} outside 0..{self.dec_layers - 1}")
 
 
 # ============================================================================ equations
@@ -387,159 +355,6 @@ class _Seq2SeqDirection(nn.Module):
         return out
 
 
-# ============================================================================ Transformer
-class _VADecoderLayer(nn.Module):
-    """Causal self-attention; attention over the text (``X``, and ``X^`` fused by eqs. 10-11) and,
-    with images, over the regions (``V``, and ``V^`` fused), scaled by ``beta`` (eq. 17-18); FFN.
-    The block's cross sub-layer adds ``c-_x + beta c-_v``."""
-
-    def __init__(self, c, visual: bool):
-        super().__init__()
-        d = c.d_model
-        self.c, self.visual = c, visual
-        self.self_attn = MultiHeadAttention(d, c.n_heads, c.attention_dropout)
-        self.self_attn_sub = Sublayer(d, c.dropout, c.pre_norm)
-        self.att_x = MultiHeadAttention(d, c.n_heads, c.attention_dropout)
-        if visual:
-            self.att_v = MultiHeadAttention(d, c.n_heads, c.attention_dropout)
-            if c.co_attention:
-                self.att_xhat = MultiHeadAttention(d, c.n_heads, c.attention_dropout)
-                self.att_vhat = MultiHeadAttention(d, c.n_heads, c.attention_dropout)
-            if c.co_attention or c.beta_gate:
-                self.gates = _VisualGates(d, d, c.beta_gate)
-        self.cross_sub = Sublayer(d, c.dropout, c.pre_norm)
-        self.ffn = FeedForward(d, c.d_ff, c.activation_dropout)
-        self.ffn_sub = Sublayer(d, c.dropout, c.pre_norm)
-
-    def memories(self, enc: dict) -> dict:
-        """Keys and values of every memory this block attends over (once per sentence)."""
-        kv = {"x": self.att_x.project_kv(enc["X"])}
-        if self.visual:
-            kv["v"] = self.att_v.project_kv(enc["V"])
-            if self.c.co_attention:
-                kv["xhat"] = self.att_xhat.project_kv(enc["X_hat"])
-                kv["vhat"] = self.att_vhat.project_kv(enc["V_hat"])
-        return kv
-
-    def _cross(self, h, enc, kv, need_weights: bool, info: dict):
-        c = self.c
-        c_x, w_x, _ = self.att_x(h, key_mask=enc["x_mask"], kv=kv["x"], need_weights=need_weights)
-        if need_weights:
-            info["text_att"] = w_x  # (batch, heads, T, n)
-        if not self.visual:
-            return c_x
-        c_v, w_v, _ = self.att_v(h, key_mask=enc["v_mask"], kv=kv["v"], need_weights=need_weights)
-        if need_weights:
-            info["img_att"] = w_v  # (batch, heads, T, m)
-        if c.co_attention:
-            ch_x, _, _ = self.att_xhat(h, key_mask=enc["v_mask"], kv=kv["xhat"])
-            ch_v, _, _ = self.att_vhat(h, key_mask=enc["x_mask"], kv=kv["vhat"])
-            c_x = fuse(c_x, ch_x, self.gates.U3, self.gates.U4)
-            c_v = fuse(c_v, ch_v, self.gates.U1, self.gates.U2)
-        if c.beta_gate:
-            beta = self.gates.beta(h, c_v)
-            info["beta"] = beta.squeeze(-1)  # (batch, T)
-            c_v = beta * c_v
-        return c_x + c_v
-
-    def forward(self, x, enc, kv, cache=None, need_weights: bool = False):
-        x, _, cache = self.self_attn_sub(x, lambda h: self.self_attn(h, causal=cache is None, cache=cache))
-        info: dict = {}
-        x = self.cross_sub(x, lambda h: self._cross(h, enc, kv, need_weights, info))
-        x = self.ffn_sub(x, self.ffn)
-        return x, cache, info
-
-
-class _TransformerDirection(nn.Module):
-    """One translation direction of the Transformer version."""
-
-    def __init__(self, c, src: VocabSpec, tgt: VocabSpec, visual: bool):
-        super().__init__()
-        d = c.d_model
-        self.c, self.visual = c, visual
-        self.src_pad, self.tgt = src.specials.pad, tgt.specials
-        self.src_embed = Embedding(src.size, d, src.specials.pad, c.dropout, c.scale_embeddings, c.max_positions)
-        self.tgt_embed = Embedding(tgt.size, d, tgt.specials.pad, c.dropout, c.scale_embeddings, c.max_positions)
-        self.encoder = Encoder([EncoderLayer(c) for _ in range(c.enc_layers)], d, c.pre_norm)
-        self.layers = nn.ModuleList([_VADecoderLayer(c, visual) for _ in range(c.dec_layers)])
-        self.final_norm = nn.LayerNorm(d) if c.pre_norm else None
-        if visual:
-            self.img_proj = nn.Linear(c.img_dim, d)
-            # not stated: LayerNorm after the projection puts the regions on the scale of the
-            # encoder's (layer-normalised) output; without it the image memory dominates the
-            # residual sum of the decoder blocks and the model ignores the text (measured)
-            self.img_norm = nn.LayerNorm(d)
-            if c.co_attention:
-                self.M = nn.Parameter(torch.empty(c.subspaces, d, d))
-                nn.init.xavier_uniform_(self.M.view(-1, d))
-        self.out_proj = nn.Linear(d, tgt.size, bias=False)
-        nn.init.normal_(self.out_proj.weight, mean=0.0, std=d**-0.5)
-
-    def encode(self, src, src_len=None, img=None, img_mask=None) -> dict:
-        x_mask = src != self.src_pad
-        X, _ = self.encoder(self.src_embed(src), x_mask)
-        enc = {"X": X, "x_mask": x_mask}
-        if self.visual:
-            if img is None:
-                raise ValueError("visual_agreement.transformer needs region features (batch['img'])")
-            V = F.dropout(self.img_norm(self.img_proj(img)), self.c.dropout, self.training)
-            v_mask = img_mask if img_mask is not None else torch.ones(V.shape[:2], dtype=torch.bool, device=V.device)
-            enc.update(V=V, v_mask=v_mask)
-            if self.c.co_attention:
-                enc["X_hat"], enc["V_hat"] = co_attention(X, x_mask, V, v_mask, self.M)
-        enc["kv"] = [layer.memories(enc) for layer in self.layers]
-        return enc
-
-    def run(self, x, enc, caches=None, weights_at: int | set | None = None):
-        """The decoder stack over ``x (batch, T, d)``; infos of the layers in ``weights_at``."""
-        want = set() if weights_at is None else ({weights_at} if isinstance(weights_at, int) else set(weights_at))
-        new_caches, infos = [], []
-        for i, layer in enumerate(self.layers):
-            x, cache, info = layer(x, enc, enc["kv"][i], cache=None if caches is None else caches[i],
-                                   need_weights=i in want)
-            new_caches.append(cache)
-            infos.append(info)
-        x = x if self.final_norm is None else self.final_norm(x)
-        return x, new_caches, infos
-
-    def teacher_forced(self, src, src_len, tgt_in, tgt_out, img=None, img_mask=None, layer: int | None = None,
-                       layers=None) -> dict:
-        enc = self.encode(src, src_len, img, img_mask)
-        hidden, _, infos = self.run(self.tgt_embed(tgt_in), enc, weights_at=layers if layers is not None else layer)
-        keep = tgt_out != self.tgt.pad
-        lprobs = F.log_softmax(self.out_proj(hidden[keep]).float(), dim=-1)
-        loss, nll = label_smoothed_nll(lprobs, tgt_out[keep], self.c.label_smoothing)
-        out = {"loss_sum": loss, "nll": nll, "infos": infos}
-        if layer is not None:
-            info = infos[layer]
-            out["alpha_src"] = info["text_att"].mean(1)  # mean over heads (batch, T, n)
-            if "img_att" in info:
-                out["alpha_img"] = info["img_att"].mean(1)  # A_{y -> v}, (batch, T, m)
-        if "beta" in infos[-1]:  # every block has its gate; the chosen block's weighs Delta (eq. 19)
-            out["beta"] = infos[layer if layer is not None else -1]["beta"]
-        return out
-
-    def init_state(self, enc: dict) -> dict:
-        b = enc["X"].size(0)
-        c = self.c
-        empty = enc["X"].new_zeros(b, c.n_heads, 0, c.d_model // c.n_heads)
-        return {"k": [empty] * c.dec_layers, "v": [empty] * c.dec_layers}
-
-    def step(self, enc: dict, state: dict, prev: torch.Tensor, layer: int | None = None):
-        t = state["k"][0].size(2)
-        x = self.tgt_embed(prev.unsqueeze(1), offset=t)
-        h, caches, infos = self.run(x, enc, caches=list(zip(state["k"], state["v"])),
-                                    weights_at=layer if self.visual else None)
-        state = {"k": [k for k, _ in caches], "v": [v for _, v in caches]}
-        info = {}
-        if layer is not None and self.visual and infos[layer]:
-            info["alpha_src"] = infos[layer]["text_att"].mean(1)[:, 0]
-            info["alpha_img"] = infos[layer]["img_att"].mean(1)[:, 0]
-            if "beta" in infos[layer]:
-                info["beta"] = infos[layer]["beta"][:, 0]
-        return F.log_softmax(self.out_proj(h[:, 0]).float(), dim=-1), state, info
-
-
 # ============================================================================ the joint model
 def _reverse_batch(batch: dict, src_specials: Specials, tgt_specials: Specials) -> dict:
     """The backward model's batch: source ``y`` (the target words without ``<eos>``), target
@@ -690,204 +505,3 @@ class Seq2SeqVA(_JointModel):
 
     visual = "regions"
     direction_cls = _Seq2SeqDirection
-
-
-class _TransformerJoint(_JointModel):
-    """The Transformer version: the agreement reads one decoder block (``align_layer``)."""
-
-    direction_cls = _TransformerDirection
-
-    def __init__(self, config, vocabs: Vocabs, resources=None):
-        super().__init__(config, vocabs, resources)
-        layers = [getattr(config, "align_layer", None)] * 2
-        if layers[0] is None and self.resources.get("alignment_layer"):
-            chosen = read_layer_choice(self.resources["alignment_layer"])
-            layers = [chosen["forward"], chosen["backward"]]
-            log.info("alignment layer from %s: forward %d, backward %d", self.resources["alignment_layer"], *layers)
-        # -1: not chosen (a model without agreement); kept in the checkpoint, so decoding and
-        # the analyses know the block without the resource
-        self.register_buffer("align_layers", torch.tensor([-1 if x is None else int(x) for x in layers]))
-
-    def layer(self, which: str) -> int | None:
-        v = int(self.align_layers[0 if which == "forward" else 1])
-        return None if v < 0 else v
-
-    def set_layers(self, forward: int, backward: int) -> None:
-        self.align_layers.copy_(torch.tensor([forward, backward]))
-
-    def _teacher(self, direction, batch: dict, which: str) -> dict:
-        layer = self.layer(which)
-        if layer is None and self.training and self.uses_visual and self.config.agreement != "none":
-            raise ValueError("visual agreement on the Transformer needs the decoder block that aligns best: set "
-                             "align_layer, or declare the resource alignment_layer (rule select_alignment_layer)")
-        return direction.teacher_forced(batch["src"], batch["src_len"], batch["tgt_in"], batch["tgt_out"],
-                                        batch.get("img"), batch.get("img_mask"), layer=layer)
-
-    def step(self, enc: dict, state, prev: torch.Tensor):
-        return self._dir().step(enc, state, prev, layer=self.layer(self.direction))
-
-
-@register("visual_agreement.transformer_text", TransformerTextConfig)
-class TransformerText(_TransformerJoint):
-    """OnlyText Transformer, forward and backward."""
-
-    visual = "none"
-
-
-@register("visual_agreement.transformer", TransformerVAConfig)
-class TransformerVA(_TransformerJoint):
-    """The Transformer with co-attention and visual agreement."""
-
-    visual = "regions"
-
-
-# ============================================================================ the decoder block
-def read_layer_choice(path) -> dict:
-    """``{"forward": block, "backward": block}`` from a ``select_alignment_layer`` JSON."""
-    from ..io import DataError
-
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return {"forward": int(data["forward"]["layer"]), "backward": int(data["backward"]["layer"])}
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise DataError(path, f"not a layer choice ({err})", "re-run the rule select_alignment_layer") from err
-
-
-def _links_of(att: torch.Tensor, rows: torch.Tensor) -> list[set]:
-    """Argmax links ``(i, j)`` of attention ``(batch, T, n)`` for the word rows ``j``."""
-    best = att.argmax(-1)
-    return [{(int(best[b, j]), j) for j in range(att.size(1)) if rows[b, j]} for b in range(att.size(0))]
-
-
-def select_alignment_layer(checkpoint, src, tgt, src_vocab, tgt_vocab, align, out_json, features_npy=None,
-                           features_index=None, device="auto", batch_size: int = 32) -> dict:
-    """Section 4: the decoder block "which performs the best in word alignment". For each block
-    and direction, the argmax of its head-averaged attention over the source words gives one
-    link per target word (teacher forcing on the split); its AER against the align stage's
-    links (``1 - 2 |A & G| / (|A| + |G|)``) is written for every block, and the best one."""
-    from ..checkpoint import load_model
-    from ..data.batching import ParallelData, move
-    from ..device import pick_device
-    from ..features.store import open_features
-    from ..io import atomic_write, read_lines
-    from ..text.vocab import Vocab
-
-    dev = pick_device(device)
-    model, _ = load_model(checkpoint, device=dev)
-    if not isinstance(model, _TransformerJoint):
-        raise ValueError(f"{checkpoint} holds {model.registry_name}: only the Transformer versions have blocks to choose")
-    data = ParallelData(src, Vocab.load(src_vocab), tgt, Vocab.load(tgt_vocab),
-                        features=open_features(features_npy, features_index) if model.uses_visual else None)
-    gold = read_lines(align)
-    n_layers = model.config.dec_layers
-    hits = {d: [0] * n_layers for d in model.directions}
-    sizes = {d: [0] * n_layers for d in model.directions}
-    n_gold = {d: 0 for d in model.directions}
-    model.eval()
-    with torch.no_grad():
-        for batch in data.eval_batches(batch_size):
-            batch = move(batch, dev)
-            rev = _reverse_batch(batch, model.vocabs.src.specials, model.vocabs.tgt.specials)
-            lines = [gold[i] for i in batch["ids"].tolist()]
-            for which, dirm, bt, sp, ln in (("forward", model.fwd, batch, model.vocabs.tgt.specials, lines),
-                                            ("backward", model.bwd, rev, model.vocabs.src.specials,
-                                             reverse_alignment_lines(lines))):
-                out = dirm.teacher_forced(bt["src"], bt["src_len"], bt["tgt_in"], bt["tgt_out"], bt.get("img"),
-                                          bt.get("img_mask"), layers=set(range(n_layers)))
-                rows = _word_rows(bt["tgt_out"], sp)
-                ref = [{(int(i), int(j)) for i, _, j in (x.partition("-") for x in line.split())} for line in ln]
-                n_gold[which] += sum(len(r) for r in ref)
-                for layer, info in enumerate(out["infos"]):
-                    links = _links_of(info["text_att"].mean(1), rows)
-                    hits[which][layer] += sum(len(a & r) for a, r in zip(links, ref))
-                    sizes[which][layer] += sum(len(a) for a in links)
-    result = {}
-    for which in model.directions:
-        aer = [1.0 - 2.0 * hits[which][k] / max(sizes[which][k] + n_gold[which], 1) for k in range(n_layers)]
-        result[which] = {"layer": int(min(range(n_layers), key=lambda k: (aer[k], k))), "aer": [round(a, 4) for a in aer]}
-    result["checkpoint"] = str(checkpoint)
-    with atomic_write(out_json) as fh:
-        json.dump(result, fh, indent=1, sort_keys=True)
-    log.info("alignment layer of %s: %s", checkpoint, result)
-    return result
-
-
-# ============================================================================ analyses
-def _read_visual_words(path) -> set[str]:
-    """Words marked visual in a ``word<TAB>lang<TAB>visual`` list (``visual`` = 1), lowercased
-    (looked up case-insensitively); ``#`` lines are comments."""
-    from ..io import DataError, read_lines
-
-    words = set()
-    for k, line in enumerate(read_lines(path)):
-        if not line.strip() or line.startswith("#") or line.startswith("word\t"):
-            continue
-        parts = line.split("\t")
-        if len(parts) < 3 or parts[2] not in ("0", "1"):
-            raise DataError(path, f"line {k + 1} is not word<TAB>lang<TAB>0|1: {line!r}", "fix the visual word list")
-        if parts[2] == "1":
-            words.add(parts[0].lower())
-    return words
-
-
-@register_analysis("visual_agreement.vad", inputs="model")
-def vad_analysis(files: dict) -> dict:
-    """Table 5: VAD (eq. 21) on the uniquely aligned word pairs (eq. 22) of the split's
-    symmetrised alignment, teacher forcing both directions on the reference, split into visual
-    and non-visual pairs by the visual word list (``files["visual_words"]``); Transformer
-    models read their alignment block from the checkpoint or ``files["alignment_layer"]``."""
-    from ..checkpoint import load_model
-    from ..data.batching import ParallelData, move
-    from ..features.store import open_features
-    from ..io import DataError, read_lines
-    from ..metrics.vad import visual_agreement_distance
-    from ..text.vocab import Vocab
-
-    model, _ = load_model(files["checkpoint"])
-    if not model.uses_visual:
-        raise DataError(files["checkpoint"], f"{model.registry_name} reads no image: no visual attention",
-                        "run VAD on a multimodal system")
-    if isinstance(model, _TransformerJoint) and model.layer("forward") is None:
-        if "alignment_layer" not in files:
-            raise DataError(files["checkpoint"], "a Transformer without a recorded alignment block",
-                            "give the table `files: {alignment_layer: ...}` (rule select_alignment_layer)")
-        chosen = read_layer_choice(files["alignment_layer"])
-        model.set_layers(chosen["forward"], chosen["backward"])
-    data = ParallelData(files["src"], Vocab.load(files["src_vocab"]), files["tgt"], Vocab.load(files["tgt_vocab"]),
-                        features=open_features(files.get("features_npy"), files.get("features_index")))
-    fwd, bwd = [None] * data.n_examples, [None] * data.n_examples
-    for batch in data.eval_batches(32):
-        f, b = model.word_attention(move(batch, torch.device("cpu")))
-        for k, i in enumerate(batch["ids"].tolist()):
-            fwd[i], bwd[i] = f[k], b[k]
-    words = _read_visual_words(files["visual_words"]) if "visual_words" in files else None
-    lower = lambda path: [line.lower() for line in read_lines(path)]  # noqa: E731
-    res = visual_agreement_distance(fwd, bwd, read_lines(files["align"]), lower(files["src"]), lower(files["tgt"]),
-                                    words)
-    sig = f"VAD|l1|teacher-forced reference|unique fast_align pairs:{res['n_pairs']}|n_sentences:{data.n_examples}"
-    out = {"vad": {"value": round(res["vad"], 4), "signature": sig}}
-    if words is not None:
-        out["vad_visual"] = {"value": round(res["vad_visual"], 4),
-                             "signature": sig + f"|visual pairs:{res['n_pairs_visual']}"}
-        out["vad_non_visual"] = {"value": round(res["vad_non_visual"], 4),
-                                 "signature": sig + f"|non-visual pairs:{res['n_pairs_non_visual']}"}
-    return out
-
-
-@register_analysis("visual_agreement.beta_words", inputs="attention")
-def beta_words(files: dict) -> dict:
-    """Figure 4 in numbers: the mean beta (eq. 17) of emitted visual and non-visual words
-    (greedy decoding of the test set; the visual word list of ``files["visual_words"]``)."""
-    from ..io import DataError
-
-    dumps = torch.load(files["attention"], weights_only=False)
-    if not dumps or "beta" not in dumps[0]:
-        raise DataError(files["attention"], "the dump has no beta", "dump a model with beta_gate: true")
-    words = _read_visual_words(files["visual_words"]) if "visual_words" in files else set()
-    vis, non = [], []
-    for d in dumps:
-        for tok, beta in zip(d["hyp_tokens"], d["beta"].tolist()):
-            (vis if tok.lower() in words else non).append(beta)
-    sig = f"beta|greedy|emitted words (no <eos>)|visual:{len(vis)}|non-visual:{len(non)}|n_sentences:{len(dumps)}"
-    mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else float("nan")  # noqa: E731
-    return {"beta_visual": {"value": mean(vis), "signature": sig}, "beta_non_visual": {"value": mean(non), "signature": sig}}

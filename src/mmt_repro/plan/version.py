@@ -17,11 +17,11 @@ PACKAGE = "mmt_repro"
 # The package modules each kind of job runs: what its code version hashes. A subpackage named
 # here brings all its modules (the model registry imports models by name, which no import shows).
 JOB_CODE = {
-    "train": ("mmt_repro.execute", "mmt_repro.train", "mmt_repro.models"),
-    "translate": ("mmt_repro.execute", "mmt_repro.decode", "mmt_repro.models"),
-    "score": ("mmt_repro.execute", "mmt_repro.metrics.mt"),
-    "analyse": ("mmt_repro.execute", "mmt_repro.tables.analyses", "mmt_repro.models", "mmt_repro.metrics"),
-    "table": ("mmt_repro.execute", "mmt_repro.tables.build"),
+    "train": ("mmt_repro.execute.train", "mmt_repro.models"),
+    "translate": ("mmt_repro.execute.translate", "mmt_repro.models"),
+    "score": ("mmt_repro.execute.score",),
+    "analyse": ("mmt_repro.execute.analyse", "mmt_repro.analyses", "mmt_repro.models"),
+    "table": ("mmt_repro.execute.table",),
 }
 ROOT = Path(__file__).resolve().parents[1]  # src/mmt_repro, the package jobs import
 

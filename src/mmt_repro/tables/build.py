@@ -28,6 +28,11 @@ Table columns, in order (:data:`COLUMNS`):
     from the ``significance`` argument of :func:`make_table`, if given.
 ``signature``
     sacreBLEU signature(s) the scores were computed with.
+``runs``
+    the runs behind ``ours``: the checkpoint each seed decoded (space-separated,
+    ``results/models/<paper>/<system>/<dataset>.<pair>.seed<n>.best.pt``; a ``reverse_of`` or
+    ``train_on`` system names the model it really decodes). Beside each checkpoint,
+    ``.job.json`` holds the resolved job (docs/adding_a_paper.md: from a row to its equation).
 ``note``
     why ``ours`` is empty: the reason given in ``unavailable``, or "not run in this
     configuration" for published rows no score file covers.
@@ -60,10 +65,11 @@ COLUMNS = [
     "n_seeds",
     "p_value",
     "signature",
+    "runs",
     "note",
 ]
 KEY_COLUMNS = ["paper", "table", "system", "pair", "test_set", "condition", "metric"]
-TEXT_COLUMNS = KEY_COLUMNS + ["paper_marks", "signature", "note"]
+TEXT_COLUMNS = KEY_COLUMNS + ["paper_marks", "signature", "runs", "note"]
 FLOAT_COLUMNS = ["ours", "ours_std", "paper_value", "delta", "p_value"]
 PUBLISHED_COLUMNS = ["paper", "table", "system", "pair", "test_set", "metric", "value", "source"]
 # optional: ``marks``, the paper's significance marks on the value as printed (empty: none), and
@@ -113,7 +119,7 @@ def _read_score_json(path: Path) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DataError(path, f"not valid JSON ({err})", "delete it and re-run the score rule") from err
     if not isinstance(data, dict) or "meta" not in data or "scores" not in data:
-        raise DataError(path, "expected an object with 'meta' and 'scores'", "write it with mmt_repro.metrics.mt.score_files")
+        raise DataError(path, "expected an object with 'meta' and 'scores'", "write it with mmt_repro.metrics.score_files.score_files")
     need = ["paper", "table", "system", "pair", "test_set", "seed", "condition"]
     missing = [k for k in need if k not in data["meta"]]
     if missing:
@@ -149,12 +155,14 @@ def _score_records(score_jsons: Sequence[Path], paper: str, table: str) -> pd.Da
                     "value": float(entry["value"]),
                     "signature": str(entry.get("signature", "")),
                     "file": str(p),
+                    "run": str(meta.get("checkpoint", "")),
                     "degenerate": str((data.get("degenerate") or {}).get("warning", "")),
                 }
             )
     return pd.DataFrame.from_records(
         records,
-        columns=["system", "pair", "test_set", "condition", "metric", "seed", "value", "signature", "file", "degenerate"],
+        columns=["system", "pair", "test_set", "condition", "metric", "seed", "value", "signature", "file", "run",
+                 "degenerate"],
     )
 
 
@@ -252,6 +260,7 @@ def make_table(
             "ours_std": None if std is None else _round2(std),
             "n_seeds": n,
             "signature": sigs[0],
+            "runs": " ".join(sorted({r for r in grp["run"] if r})),
             "note": "; ".join([x for x in (note, reason, *warnings) if x]),
             "comparable": not reason,
         }
@@ -269,7 +278,8 @@ def make_table(
         )
         if key in rows and rows[key]["n_seeds"] > 0:
             raise ValueError(f"{dict(zip(group_key, key))} is listed as unavailable but has scores; drop one of the two")
-        rows[key] = {"ours": None, "ours_std": None, "n_seeds": 0, "signature": "", "note": str(item["reason"])}
+        rows[key] = {"ours": None, "ours_std": None, "n_seeds": 0, "signature": "", "runs": "",
+                     "note": str(item["reason"])}
 
     pub = read_published(published)
     pub = pub[(pub["paper"] == paper) & (pub["table"] == table)]
@@ -280,7 +290,7 @@ def make_table(
         paper_values[key] = float(r.value)
         paper_marks[key] = r.marks
         if key not in rows:
-            rows[key] = {"ours": None, "ours_std": None, "n_seeds": 0, "signature": "", "note": NOT_RUN}
+            rows[key] = {"ours": None, "ours_std": None, "n_seeds": 0, "signature": "", "runs": "", "note": NOT_RUN}
 
     pvals = _significance_lookup(significance)
     stray = sorted(k for k in pvals if k not in rows)
@@ -309,6 +319,7 @@ def make_table(
                 "n_seeds": r["n_seeds"],
                 "p_value": pvals.get(key),
                 "signature": r["signature"],
+                "runs": r.get("runs", ""),
                 "note": r["note"],
             }
         )

@@ -146,7 +146,7 @@ def apply_chain(
     if "char" in steps:
         out = [segment_chars(line) for line in out]
     if "jieba" in steps:
-        from mmt_repro.metrics.zh_words import jieba_words
+        from mmt_repro.text.zh_segment import jieba_words
 
         out = [jieba_words(line) for line in out]
     return out

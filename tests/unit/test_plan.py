@@ -1,0 +1,180 @@
+"""The plan (mmt_repro.plan), called directly: every planning question answered from config,
+settings and manifest in milliseconds, without torch or Snakemake. The wiring into the rules is
+checked by a few `snakemake -n` tests (tests/workflow) and by benchmarks/plan_fingerprint.py."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace as W
+
+import pytest
+
+from mmt_repro.config import ConfigError, deep_update, load_yaml
+from mmt_repro.plan import (
+    AnalyseJob,
+    Plan,
+    ScoreJob,
+    TableJob,
+    TrainJob,
+    TranslateJob,
+    code_version,
+    job_from_dict,
+)
+from mmt_repro.plan.version import JOB_CODE, closure
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def full():
+    return Plan(load_yaml(REPO / "config" / "config.yaml"), REPO)
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    config = deep_update(load_yaml(REPO / "config" / "config.yaml"), load_yaml(REPO / "config" / "smoke.yaml"))
+    return Plan(config, REPO)
+
+
+def test_planning_never_imports_torch_or_snakemake():
+    code = ("import sys; from pathlib import Path; from mmt_repro.config import load_yaml; from mmt_repro.plan import Plan;"
+            f"p = Plan(load_yaml(Path('{REPO}/config/config.yaml')), Path('{REPO}'));"
+            "p.all_tables(); p.all_figures(); p.recipe_targets();"
+            "print('torch' in sys.modules, 'snakemake' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
+
+
+def test_a_bad_config_stops_the_plan_naming_the_key(tmp_path):
+    config = load_yaml(REPO / "config" / "config.yaml")
+    config["device"] = "tpu"
+    with pytest.raises(ConfigError, match="device"):
+        Plan(config, REPO)
+
+
+def test_train_job_of_calixto_nmt_src_img(full):
+    job = full.train_job(W(paper="doubly_attentive", system="nmt_src_img", dataset="multi30k", pair="en-de", seed="1"))
+    files = job.files()
+    assert files["train_src"] == "results/text/doubly_attentive/multi30k.en-de/train.norm.tok.bpe.en"
+    assert files["src_vocab"] == "results/vocab/doubly_attentive/multi30k.en-de.en.json"  # one vocabulary a side
+    assert files["train_npy"] == "results/features/multi30k/resnet50-res4f/train.npy"
+    assert files["val_ref"] == "results/text/multi30k/val.norm.tok.de"
+    assert job.model == "doubly_attentive.nmt_src_img" and job.train_config["seed"] == 1
+    assert job.best == "results/models/doubly_attentive/nmt_src_img/multi30k.en-de.seed1.best.pt"
+    assert job.record == "results/models/doubly_attentive/nmt_src_img/multi30k.en-de.seed1.job.json"
+
+
+def test_every_job_kind_round_trips_through_its_dict(full):
+    w = W(paper="visual_agreement", system="soft_bwd", dataset="multi30k", split="test_2016_flickr", pair="de-en",
+          seed="1", condition="congruent")
+    jobs = [
+        full.train_job(W(paper="visual_agreement", system="hard", dataset="multi30k", pair="en-de", seed="1")),
+        full.translate_job(w),
+        full.score_job(w),
+        full.table_job(W(paper="visual_agreement", table="table1_de_en")),
+    ]
+    for job in jobs:
+        data = job.to_dict()
+        assert job_from_dict(data) == job == type(job).from_dict(data)
+        assert job.settings_hash() == job_from_dict(data).settings_hash()
+    with pytest.raises(ValueError, match="has no fields"):
+        TrainJob.from_dict({**jobs[0].to_dict(), "lr": 1})
+    with pytest.raises(ValueError, match="given to"):
+        ScoreJob.from_dict(jobs[0].to_dict())
+    with pytest.raises(Exception):  # frozen
+        jobs[0].seed = 2
+
+
+def test_reverse_of_decodes_the_forward_checkpoint_backward(full):
+    """Yang et al.: soft_bwd (De->En) is the backward model of soft, trained on En->De."""
+    w = W(paper="visual_agreement", system="soft_bwd", dataset="multi30k", split="test_2016_flickr", pair="de-en",
+          seed="1", condition="congruent")
+    job = full.translate_job(w)
+    assert job.checkpoint == "results/models/visual_agreement/soft/multi30k.en-de.seed1.best.pt"
+    assert job.direction == "backward"
+    assert job.inputs["src"].endswith("test_2016_flickr.norm.tok.bpe.de") or job.inputs["src"].endswith(".de")
+    assert full.score_job(w).meta["checkpoint"] == job.checkpoint  # the table's runs column names it
+    with pytest.raises(ValueError, match="no training of its own"):
+        full.train_job(W(paper="visual_agreement", system="soft_bwd", dataset="multi30k", pair="de-en", seed="1"))
+
+
+def test_train_on_decodes_the_one_multitask_run(full):
+    """BertGen: every table decodes the one model trained on multi30k en-de (train_on)."""
+    assert full.checkpoint_of("bertgen", "bertgen", "iwslt14_de_en", "de-en", 1) == \
+        "results/models/bertgen/bertgen/multi30k.en-de.seed1.best.pt"
+    job = full.translate_job(W(paper="bertgen", system="bertgen", dataset="multi30k", split="test_2016_flickr",
+                               pair="en-fr", seed="1", condition="congruent"))
+    assert job.inputs["src_vocab"] == job.inputs["tgt_vocab"] == "results/vocab/bertgen/multi30k.en-de.joint.json"
+
+
+def test_multitask_tasks_carry_their_files(full):
+    tasks = {t["name"]: t for t in full.tasks("bertgen", "bertgen")}
+    assert len(tasks) == 12  # the 13 tasks of the paper: the system's own pair plus 12 extra
+    ic = tasks["ic_tr"]
+    assert ic["pair"] == "im-tr" and ic["src"] is None and ic["features"] is not None
+    with pytest.raises(ValueError, match="captions images: it needs images|names its features"):
+        full.task_files("bertgen", "fairseq", "x", W(dataset="tasviret", pair="im-tr", split=None, images=None, val=False))
+
+
+def test_hard_agreement_reads_the_training_alignment(full):
+    assert full.train_extra_files("visual_agreement", "hard", "multi30k", "en-de") == \
+        {"align": "results/align/visual_agreement/multi30k.en-de/train.align"}
+    assert full.train_extra_files("visual_agreement", "onlytext", "multi30k", "en-de") == {}
+    with pytest.raises(ValueError, match="no `align` block"):
+        full.align_file("doubly_attentive", "multi30k", "en-de", "train")
+
+
+def test_trained_word_vectors_take_the_delta_away(smoke):
+    reasons = smoke.table_not_comparable("emb_pred", "table1")
+    assert set(reasons) == {"nmt_pre", "imag_pre", "ours"}
+    assert all("trained here" in r for r in reasons.values())
+
+
+def test_backtranslation_reads_the_reverse_model_of_every_description(full):
+    files = full.backtranslation_inputs(W(paper="doubly_attentive", dataset="multi30k", pair="en-de"))
+    assert len(files["synthetic"]) == 5 and all("/bt_reverse/" in f and ".de-en." in f for f in files["synthetic"])
+    with pytest.raises(ValueError, match="no `backtranslation` block"):
+        full.backtranslation("emb_pred")
+
+
+def test_table_runs_of_the_smoke_grounded_table(smoke):
+    runs = smoke.table_runs("doubly_attentive", "grounded")
+    assert ("nmt", "test", 1, "congruent") in runs and ("nmt_src_img", "test", 1, "shuffled") in runs
+    assert ("nmt", "test", 1, "shuffled") not in runs  # text-only systems have no image condition
+    job = smoke.table_job(W(paper="doubly_attentive", table="grounded"))
+    assert isinstance(job, TableJob) and len(job.inputs["scores"]) == len(runs)
+
+
+def test_analysis_job_names_its_inputs(smoke):
+    job = smoke.analyse_job(W(paper="visual_agreement", system="soft", dataset="grounded", split="test",
+                              pair="en-de", seed="1", analysis="vad"))
+    assert isinstance(job, AnalyseJob) and job.name == "visual_agreement.vad"
+    assert job.meta["checkpoint"] == "results/models/visual_agreement/soft/grounded.en-de.seed1.best.pt"
+
+
+def test_code_version_follows_the_code_a_job_runs(tmp_path):
+    """A change to the scoring code (metrics/score_files.py) changes the score jobs' code
+    version, not the training jobs' (training imports metrics.mt for validation BLEU, so a change
+    there re-runs training too: module granularity)."""
+    assert {"mmt_repro.metrics.mt", "mmt_repro.metrics.score_files"} <= set(closure(JOB_CODE["score"]))
+    assert "mmt_repro.metrics.mt" in closure(JOB_CODE["train"])
+    assert "mmt_repro.metrics.score_files" not in closure(JOB_CODE["train"])
+    assert not any(m.startswith(("mmt_repro.train", "mmt_repro.models")) for m in closure(JOB_CODE["score"]))
+    root = tmp_path / "mmt_repro"
+    shutil.copytree(REPO / "src" / "mmt_repro", root, ignore=shutil.ignore_patterns("__pycache__"))
+    before = {k: code_version(*v, root=root) for k, v in JOB_CODE.items()}
+    with (root / "metrics" / "score_files.py").open("a") as fh:
+        fh.write("\n\ndef _edited():\n    return 1\n")
+    code_version.cache_clear()
+    after = {k: code_version(*v, root=root) for k, v in JOB_CODE.items()}
+    assert after["score"] != before["score"]
+    assert after["train"] == before["train"] and after["table"] == before["table"]
+
+
+def test_translate_job_of_dump_attention_writes_no_stats(smoke):
+    w = W(paper="doubly_attentive", system="nmt_src_img", dataset="grounded", split="test", pair="en-de", seed="1")
+    job = smoke.translate_job(w, attention=True)
+    assert isinstance(job, TranslateJob) and job.stats is None and job.out.endswith(".pt")
