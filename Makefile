@@ -24,7 +24,7 @@ venv: $(STAMP)
 
 smoke: $(STAMP)
 	$(BIN)/snakemake --snakefile Snakefile --directory $(SMOKE_DIR) --configfile config/smoke.yaml \
-		--cores $(CORES) --rerun-incomplete results/tables/all.tsv
+		--cores $(CORES) --scheduler greedy --rerun-incomplete results/tables/all.tsv
 	$(BIN)/python -m mmt_repro show $(SMOKE_DIR)/results/tables/all.tsv
 
 # Every lane: unit, pipeline, e2e (smoke, stand-in paper) and slurm (a real single-node cluster,

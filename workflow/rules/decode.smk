@@ -16,7 +16,7 @@ rule translate:
     conda:
         "../../envs/torch.yaml"
     # Intra-op torch threads; Snakemake scales this down to --cores.
-    threads: 2
+    threads: PLAN.threads("decode")
     resources:
         mem_mb=8000,
         runtime=240,

@@ -32,7 +32,7 @@ rule dump_attention:
     conda:
         "../../envs/torch.yaml"
     # Intra-op torch threads; Snakemake scales this down to --cores.
-    threads: 2
+    threads: PLAN.threads("decode")
     resources:
         mem_mb=8000,
         runtime=120,

@@ -37,7 +37,7 @@ rule extract_features:
     conda:
         "../../envs/torch.yaml"
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
-    threads: 4
+    threads: PLAN.threads("features")
     resources:
         mem_mb=8000,
         runtime=600,
@@ -71,7 +71,7 @@ rule extract_regions:
     conda:
         "../../envs/torch.yaml"
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
-    threads: 4
+    threads: PLAN.threads("features")
     resources:
         mem_mb=12000,
         runtime=1440,
@@ -108,7 +108,7 @@ rule extract_video:
     conda:
         "../../envs/torch.yaml"
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
-    threads: 4
+    threads: PLAN.threads("features")
     resources:
         mem_mb=12000,
         runtime=1440,

@@ -17,7 +17,7 @@ rule train_model:
     conda:
         "../../envs/torch.yaml"
     # Intra-op torch threads; Snakemake scales this down to --cores.
-    threads: 4
+    threads: PLAN.threads("train")
     resources:
         mem_mb=16000,
         runtime=2880,

@@ -63,6 +63,10 @@ class PlanBase:
     def device(self) -> str:
         return self.config["device"]
 
+    def threads(self, kind: str) -> int:
+        """Torch threads of a kind of job (`threads.<kind>`: train, decode, features)."""
+        return int((self.config.get("threads") or {}).get(kind, {"train": 4, "decode": 2, "features": 4}[kind]))
+
     def gpu_count(self, wildcards=None) -> int:
         """One GPU for heavy jobs unless the run is pinned to the CPU."""
         return 0 if self.config["device"] == "cpu" else 1
