@@ -6,6 +6,13 @@ A script is then only::
     from mmt_repro.runtime import run_step
     from mmt_repro.x import f
     run_step(snakemake.log[0], snakemake.threads, f, a=snakemake.input.a, ...)
+
+A torch step (its module imported torch before ``run_step``) that passes ``device=`` gets the
+device contract at once (:func:`mmt_repro.device.pick_device`: a job given a GPU that cannot
+use it stops here with the driver, CUDA build and architecture in the message, status 1) and
+logs one line of torch, CUDA, device and precision. ``gpus=`` (the rule's ``gpu`` resource,
+e.g. ``gpus=snakemake.resources.get("gpu", 0)``) tells the job how many GPUs the workflow gave
+it; without it SLURM's variables say so.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError
+from .device import GPUS_ENV, DeviceError
 from .io import DataError
 
 
@@ -52,19 +60,33 @@ def set_threads(threads: int | None) -> None:
             pass
 
 
-def run_step(log_path: str | Path | None, threads: int | None, func: Callable[..., Any], **kwargs) -> Any:
-    """Call ``func(**kwargs)`` with logging and threads set; on bad input log the message and
-    exit with status 1 (no traceback noise); other errors are logged with their traceback (the
-    job's log file) and propagate."""
+def check_device(device: str, log: logging.Logger) -> None:
+    """The device contract before the step's work (a torch step only: torch already imported).
+    Raises :class:`~mmt_repro.device.DeviceError`; logs the device line."""
+    from .device import describe_device, pick_device
+
+    log.info("device %s: %s", device, describe_device(pick_device(device)))
+
+
+def run_step(log_path: str | Path | None, threads: int | None, func: Callable[..., Any], gpus: int | None = None,
+             **kwargs) -> Any:
+    """Call ``func(**kwargs)`` with logging and threads set; on bad input (or a GPU the job was
+    given but cannot use) log the message and exit with status 1 (no traceback noise); other
+    errors are logged with their traceback (the job's log file) and propagate. ``gpus``: GPUs
+    the workflow gave the job (the rule's ``gpu`` resource), for the device contract."""
     setup_logging(log_path)
     set_threads(threads)
     log = logging.getLogger("mmt_repro.step")
+    if gpus is not None:
+        os.environ[GPUS_ENV] = str(int(gpus))
     shown = {k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items()}
     log.info("%s.%s(%s)", func.__module__, func.__name__, json.dumps(shown, default=str)[:2000])
     started = time.monotonic()
     try:
+        if kwargs.get("device") is not None and "torch" in sys.modules:
+            check_device(kwargs["device"], log)
         result = func(**kwargs)
-    except (DataError, ConfigError) as err:
+    except (DataError, ConfigError, DeviceError) as err:
         log.error("%s", err)
         sys.exit(1)
     except Exception:

@@ -78,37 +78,67 @@ class _LinearCrossEntropy(torch.autograd.Function):
     with the gradients computed in the forward pass (see :func:`linear_cross_entropy`)."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, target, ignore_index: int, chunk_rows: int):
+    def forward(ctx, hidden, weight, bias, target, ignore_index: int, chunk_rows: int, compute_dtype: torch.dtype):
         need_h, need_w, need_b = ctx.needs_input_grad[:3]
-        grads = need_h or need_w or need_b
-        grad_h = torch.empty_like(hidden) if need_h else None
-        grad_w = torch.zeros_like(weight) if need_w else None
-        grad_b = torch.zeros_like(bias) if need_b else None
-        total = hidden.new_zeros(())
-        for start in range(0, hidden.size(0), chunk_rows):
-            h, y = hidden[start : start + chunk_rows], target[start : start + chunk_rows]
-            logits = h @ weight.t() if bias is None else torch.addmm(bias, h, weight.t())
-            valid = y != ignore_index
-            y = y.masked_fill(~valid, 0)
-            lse = torch.logsumexp(logits, dim=-1)
-            total += ((lse - logits.gather(1, y.unsqueeze(1)).squeeze(1)) * valid).sum()
-            if not grads:
-                continue
-            g = logits.sub_(lse.unsqueeze(1)).exp_()  # softmax, in place: d loss / d logits = p - onehot(y)
-            g[torch.arange(g.size(0), device=g.device), y] -= 1.0
-            g.mul_(valid.unsqueeze(1).to(g.dtype))
-            if need_h:
-                grad_h[start : start + chunk_rows] = g @ weight
-            if need_w:
-                grad_w.addmm_(g.t(), h)
-            if need_b:
-                grad_b += g.sum(0)
-        ctx.save_for_backward(grad_h, grad_w, grad_b)
-        return total
+        # the dtypes are explicit below (autocast would pick the same for the matrix products)
+        with torch.autocast(hidden.device.type, enabled=False):
+            grads = _linear_ce(hidden, weight, bias, target, ignore_index, chunk_rows, compute_dtype,
+                               need_h, need_w, need_b)
+        ctx.save_for_backward(*grads[1:])
+        return grads[0]
 
     @staticmethod
     def backward(ctx, grad_out):
-        return tuple(None if g is None else g * grad_out for g in ctx.saved_tensors) + (None, None, None)
+        return tuple(None if g is None else g * grad_out for g in ctx.saved_tensors) + (None, None, None, None)
+
+
+def _linear_ce(hidden, weight, bias, target, ignore_index, chunk_rows, cdt, need_h, need_w, need_b):
+    """``(loss, grad_hidden, grad_weight, grad_bias)``. Matrix products run in ``cdt`` (the
+    autocast dtype, e.g. bf16, or the inputs' own); the log-sum-exp, the softmax, the loss and
+    the weight and bias gradients are kept in float32 (at least), each gradient returned in its
+    input's dtype. With float32 everywhere these are exactly the ops of the plain fp32 path."""
+    acc = torch.promote_types(hidden.dtype, torch.float32)  # loss and softmax: never below fp32
+    grads = need_h or need_w or need_b
+    h_all, w, b = hidden.to(cdt), weight.to(cdt), None if bias is None else bias.to(cdt)
+    grad_h = torch.empty_like(hidden) if need_h else None
+    grad_w = torch.zeros_like(weight) if need_w else None
+    grad_b = torch.zeros_like(bias) if need_b else None
+    total = torch.zeros((), dtype=acc, device=hidden.device)
+    for start in range(0, hidden.size(0), chunk_rows):
+        h, y = h_all[start : start + chunk_rows], target[start : start + chunk_rows]
+        logits = (h @ w.t() if b is None else torch.addmm(b, h, w.t())).to(acc)
+        valid = y != ignore_index
+        y = y.masked_fill(~valid, 0)
+        lse = torch.logsumexp(logits, dim=-1)
+        total += ((lse - logits.gather(1, y.unsqueeze(1)).squeeze(1)) * valid).sum()
+        if not grads:
+            continue
+        g = logits.sub_(lse.unsqueeze(1)).exp_()  # softmax, in place: d loss / d logits = p - onehot(y)
+        g[torch.arange(g.size(0), device=g.device), y] -= 1.0
+        g.mul_(valid.unsqueeze(1).to(g.dtype))
+        g_c = g.to(cdt)
+        if need_h:
+            grad_h[start : start + chunk_rows] = g_c @ w
+        if need_w:
+            if grad_w.dtype == cdt:
+                grad_w.addmm_(g_c.t(), h)
+            else:  # bf16 product, accumulated over the chunks in the weight's fp32
+                grad_w += (g_c.t() @ h).to(grad_w.dtype)
+        if need_b:
+            grad_b += g.sum(0).to(grad_b.dtype)
+    return total, grad_h, grad_w, grad_b
+
+
+def _compute_dtype(hidden: torch.Tensor, weight: torch.Tensor) -> torch.dtype:
+    """The dtype of the output layer's matrix products: autocast's (bf16 under
+    ``torch.autocast``) when it is on for the tensors' device, else the inputs' common dtype."""
+    kind = hidden.device.type
+    try:
+        if torch.is_autocast_enabled(kind):
+            return torch.get_autocast_dtype(kind)
+    except (TypeError, RuntimeError, AttributeError):  # torch < 2.4, or a device type autocast lacks
+        pass
+    return torch.promote_types(hidden.dtype, weight.dtype)
 
 
 def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, target: torch.Tensor,
@@ -122,9 +152,14 @@ def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, bias: torch
     ``N x V`` is kept for the backward pass. Plain autograd keeps the logits, their log-softmax
     and, in the backward pass, two more tensors of that size: with 64 sentences of 52 tokens and
     a 7k vocabulary that is ~380 MB. The matrix products are the ones the plain backward pass
-    does, so the cost is the same; under ``no_grad`` only the loss is computed."""
+    does, so the cost is the same; under ``no_grad`` only the loss is computed.
+
+    Mixed precision: under ``torch.autocast`` (bf16) the three matrix products run in bf16
+    like any autocast linear layer, while the log-sum-exp, softmax and summed loss stay in
+    float32 (the loss is float32) and the weight's gradient is accumulated in its own float32."""
     chunk_rows = max(1, max_chunk_elements // max(1, weight.size(0)))
-    return _LinearCrossEntropy.apply(hidden, weight, bias, target, ignore_index, chunk_rows)
+    return _LinearCrossEntropy.apply(hidden, weight, bias, target, ignore_index, chunk_rows,
+                                     _compute_dtype(hidden, weight))
 
 
 def variational_mask(batch: int, dim: int, p: float, like: torch.Tensor, training: bool) -> torch.Tensor | None:

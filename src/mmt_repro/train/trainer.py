@@ -12,6 +12,12 @@ data position (epoch, batches done in it). The batch order of an epoch is a pure
 ``(seed, epoch)`` (see :mod:`mmt_repro.data.batching`), so a run killed after any saved step and
 re-run ends with the same weights as an uninterrupted run on the same device.
 
+Speed on a GPU: an update (:mod:`mmt_repro.train.step`) never waits for the device; the loss
+and token sums are read back only at ``log_every`` updates, before a checkpoint and at the end
+of an epoch (a non-finite loss is reported there, with the update it happened at). The device
+and its precision come from :func:`mmt_repro.device.pick_device` (TF32 matmuls on a GPU;
+``amp: true`` adds bf16 autocast there).
+
 Signals: SIGTERM and SIGUSR1 (SLURM's warning before a time limit or pre-emption) make the
 trainer save the last checkpoint at the next step boundary and exit with
 :data:`INTERRUPTED_EXIT_CODE`; re-running the job resumes.
@@ -30,9 +36,9 @@ from pathlib import Path
 import torch
 
 from ..checkpoint import read_checkpoint, save_checkpoint, set_rng_state
-from ..data.batching import ParallelData, check_feature_dim, move
+from ..data.batching import ParallelData, check_feature_dim
 from ..decode.loop import decode_data, to_text
-from ..device import pick_device
+from ..device import describe_device, pick_device
 from ..features.store import open_features
 from ..io import DataError, atomic_path, atomic_write, read_lines
 from ..metrics.mt import corpus_scores
@@ -40,6 +46,7 @@ from ..text.recipes import merge_subwords
 from ..models import Vocabs, build_model
 from ..settings import DecodeSettings, TrainConfig, import_model_modules, make_train_config, pair_langs
 from ..text.vocab import Vocab
+from .step import StepSums, make_optimizer, train_update
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +57,8 @@ __all__ = ["INTERRUPTED_EXIT_CODE", "TrainConfig", "make_train_config", "train",
 
 
 def _optimizer(cfg: TrainConfig, params):
-    params = [p for p in params if p.requires_grad]  # frozen tables (e.g. fixed embeddings) stay out
-    if cfg.optimizer == "adadelta":
-        return torch.optim.Adadelta(params, lr=cfg.lr, rho=0.95, eps=1e-6, weight_decay=cfg.weight_decay)
-    adam = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
-    return adam(params, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
+    return make_optimizer(cfg.optimizer, params, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps,
+                          weight_decay=cfg.weight_decay)
 
 
 class LRFactor:
@@ -260,47 +264,30 @@ def _resume(run: _Run, model_name: str) -> None:
     log.info("resuming from %s: epoch %d, batch %d, step %d", run.last_checkpoint, p["epoch"], p["batch_in_epoch"], p["step"])
 
 
-def _train_step(run: _Run, group: list[list[int]], sums: dict) -> None:
-    """One update from the batches in ``group`` (``accumulate`` of them; lists of example ids).
-    Adds ``loss`` and every other scalar of ``forward`` (times n_tokens) to ``sums``.
+def _amp(run: _Run) -> bool:
+    """bf16 autocast: ``amp: true`` on a GPU (on the CPU training stays fp32)."""
+    return bool(run.cfg.amp) and run.device.type == "cuda"
+
+
+def _train_step(run: _Run, group: list[list[int]], sums: StepSums | dict) -> None:
+    """One update from the batches in ``group`` (``accumulate`` of them; lists of example ids),
+    through :func:`~mmt_repro.train.step.train_update` (no host synchronisation). Adds ``loss``
+    and every other scalar of ``forward`` (times n_tokens) to ``sums``: a :class:`StepSums`
+    (on the device), or a plain dict of floats (read at once; tests and callers of old).
 
     With one batch the update minimises the model's ``loss`` as it is. With several, each
     batch's ``loss`` (a per-token mean, the contract) is weighted by its ``n_tokens`` and the
     summed gradient divided by the group's tokens: the per-token mean over the whole group,
     as if it were one batch (fairseq's ``--update-freq``)."""
-    use_amp = run.cfg.amp and run.device.type == "cuda"
-    run.optimizer.zero_grad(set_to_none=True)
-    total = 0
-    for ids in group:
-        batch = move(run.train_data.collate(ids), run.device)
-        with torch.autocast(device_type=run.device.type, dtype=torch.bfloat16, enabled=use_amp):
-            out = run.model(batch)
-        loss = out["loss"]
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss became {loss.item()} at step {run.progress['step'] + 1}: lower the learning rate")
-        n_tok = int(out["n_tokens"])
-        (loss if len(group) == 1 else loss * n_tok).backward()
-        total += n_tok
-        _add_scalars(sums, out, n_tok)
-    if len(group) > 1 and total > 0:
-        for p in run.model.parameters():
-            if p.grad is not None:
-                p.grad.div_(total)
-    if run.cfg.clip_norm > 0:
-        torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.cfg.clip_norm)
-    run.optimizer.step()
+    acc = sums if isinstance(sums, StepSums) else StepSums()
+    train_update(run.model, run.optimizer, (run.train_data.collate(ids) for ids in group), run.device,
+                 amp=_amp(run), clip_norm=run.cfg.clip_norm, sums=acc, step=run.progress["step"] + 1,
+                 n_batches=len(group))
     if run.scheduler is not None and _steps_per_update(run.cfg):
         run.scheduler.step()
-
-
-def _add_scalars(sums: dict, out: dict, n_tok: int) -> None:
-    """``sums[train_<key>] += value * n_tok`` for every scalar of a forward's output."""
-    sums["n_tokens"] = sums.get("n_tokens", 0) + n_tok
-    for key, value in out.items():
-        if key == "n_tokens" or not (isinstance(value, (int, float)) or (torch.is_tensor(value) and value.numel() == 1)):
-            continue
-        name = "train_loss" if key == "loss" else f"train_{key}"
-        sums[name] = sums.get(name, 0.0) + float(value.detach() if torch.is_tensor(value) else value) * n_tok
+    if not isinstance(sums, StepSums):
+        for key, value in acc.read().items():
+            sums[key] = sums.get(key, 0) + value
 
 
 def _means(sums: dict) -> dict:
@@ -313,7 +300,9 @@ def _run_epoch(run: _Run, flag: _SignalFlag, started: float, elapsed_before: flo
     cfg, p = run.cfg, run.progress
     batches = run.train_data.train_batches(cfg.batch_size, cfg.seed, p["epoch"], by_tokens=cfg.batch_by_tokens)
     run.model.train()
-    sums: dict = {}
+    # Sums stay on the device; they are read (one host sync) only to log, before a checkpoint
+    # is saved (a non-finite loss raises there, before anything is written) and at the end.
+    sums = StepSums()
     t0, first_bi = time.monotonic(), p["batch_in_epoch"]
     for start in range(first_bi, len(batches), cfg.accumulate):
         group = batches[start : start + cfg.accumulate]
@@ -322,22 +311,25 @@ def _run_epoch(run: _Run, flag: _SignalFlag, started: float, elapsed_before: flo
         p["step"] += 1
         p["batch_in_epoch"] = bi + 1
         if cfg.log_every and p["step"] % cfg.log_every == 0:
+            now = sums.read()
             dt = time.monotonic() - t0
             left = (len(batches) - bi - 1) * dt / (bi + 1 - first_bi)
-            shown = " ".join(f"{k} {v:.4f}" for k, v in _means(sums).items())
+            shown = " ".join(f"{k} {v:.4f}" for k, v in _means(now).items())
             log.info("epoch %d batch %d/%d step %d %s %.0f tok/s epoch ETA %.0fs", p["epoch"], bi + 1, len(batches),
-                     p["step"], shown, sums["n_tokens"] / max(dt, 1e-9), left)
+                     p["step"], shown, now["n_tokens"] / max(dt, 1e-9), left)
         if flag.received is not None:
+            sums.read()
             run.save_last()
             log.warning("signal %d received: saved %s at step %d; re-run to resume", flag.received, run.last_checkpoint, p["step"])
             raise SystemExit(INTERRUPTED_EXIT_CODE)
         if cfg.checkpoint_every and p["step"] % cfg.checkpoint_every == 0:
+            sums.read()
             run.save_last()
         if cfg.max_steps and p["step"] >= cfg.max_steps:
-            return sums, time.monotonic() - t0, "max_steps"
+            return sums.read(), time.monotonic() - t0, "max_steps"
         if cfg.time_budget_min and elapsed_before + time.monotonic() - started >= cfg.time_budget_min * 60:
-            return sums, time.monotonic() - t0, "time_budget"
-    return sums, time.monotonic() - t0, None
+            return sums.read(), time.monotonic() - t0, "time_budget"
+    return sums.read(), time.monotonic() - t0, None
 
 
 def validate(run: _Run, data=None, refs: list[list[str]] | None = None) -> float:
@@ -507,6 +499,7 @@ def train(
         model_name, train_src or train_tgt, len(train_data), sum(p.numel() for p in model.parameters()), dev,
         cfg.batch_size, " tokens" if cfg.batch_by_tokens else "", cfg.optimizer,
     )
+    log.info("training device: %s", describe_device(dev, amp=bool(cfg.amp)))
     return _finish(run, _loop(run))
 
 
