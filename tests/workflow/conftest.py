@@ -140,7 +140,14 @@ def expected_models(config: dict) -> set[str]:
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
     """The full smoke run (config/smoke.yaml, target ``all``: every paper's tables and figures),
-    once per session: every paper's e2e checks read this one run."""
+    once per session: every paper's e2e checks read this one run. ``MMT_SMOKE_DIR=<folder>``
+    reuses a finished smoke run there instead (iterating on the e2e checks; left in place)."""
+    reuse = os.environ.get("MMT_SMOKE_DIR")
+    if reuse:
+        if not (Path(reuse) / "results" / "tables" / "all.tsv").exists():
+            pytest.fail(f"MMT_SMOKE_DIR={reuse} holds no finished smoke run (results/tables/all.tsv); unset it")
+        yield Path(reuse)
+        return
     workdir = tmp_path_factory.mktemp("smoke")
     res = snakemake("--directory", str(workdir), "--configfile", str(SMOKE), "--cores", "2", "--scheduler", "greedy", "all",
                     timeout=SMOKE_TIMEOUT)

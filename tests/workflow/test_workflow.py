@@ -336,6 +336,7 @@ def test_a_change_to_the_scoring_code_reruns_the_score_jobs_only(smoke_run, tmp_
 
     src = tmp_path / "src"
     shutil.copytree(REPO / "src" / "mmt_repro", src / "mmt_repro", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "config").symlink_to(REPO / "config")  # the package reads the repository's manifest beside src/
     args = ("all", "-n", "--directory", str(smoke_run), "--configfile", str(REPO / "config" / "smoke.yaml"),
             "--quiet", "rules")
 

@@ -22,7 +22,8 @@ workflow.global_wildcard_constraints(**WILDCARDS)
 
 def code(kind):
     """The `code` param of a rule: the package version and the hash of the package modules that
-    its kind of job runs (mmt_repro.plan.version.JOB_CODE): a change there re-runs the job."""
+    its kind of job runs (mmt_repro.plan.version.JOB_CODE): a change there re-runs the job.
+    """
     return PLAN.code_version(*JOB_CODE[kind])
 
 
