@@ -36,7 +36,7 @@ FAST_LANES = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 -m "not e2e and n
 
 test: $(STAMP)
 	$(FAST_LANES)
-	$(BIN)/python -m pytest -q -m "e2e or slurm"
+	$(BIN)/python -m pytest -q --durations=25 -m "e2e or slurm"
 
 # Daily work: unit + pipeline (planning, data steps, error paths; no real training), < 3 min.
 test-fast: $(STAMP)
