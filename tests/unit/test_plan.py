@@ -23,6 +23,7 @@ from mmt_repro.plan import (
     code_version,
     job_from_dict,
 )
+from mmt_repro.plan.jobs import JOB_KINDS
 from mmt_repro.plan.version import JOB_CODE, closure
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,8 +75,16 @@ def test_every_job_kind_round_trips_through_its_dict(full):
         full.train_job(W(paper="visual_agreement", system="hard", dataset="multi30k", pair="en-de", seed="1")),
         full.translate_job(w),
         full.score_job(w),
+        full.analyse_job(W(paper="doubly_attentive", system="nmt_src_img", dataset="multi30k",
+                           split="test_2016_flickr", pair="en-de", seed="1", analysis="beta_shares")),
         full.table_job(W(paper="visual_agreement", table="table1_de_en")),
+        full.significance_job(W(paper="doubly_attentive", table="table1")),
+        full.curves_job(W(paper="bertgen", table="figure4_en_de")),
+        full.alignment_model_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de")),
+        full.align_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de", split="train")),
+        full.backtranslation_job(W(paper="doubly_attentive", dataset="multi30k", pair="en-de")),
     ]
+    assert len({job.kind for job in jobs}) == len(jobs) == len(JOB_KINDS)
     for job in jobs:
         data = job.to_dict()
         assert job_from_dict(data) == job == type(job).from_dict(data)
@@ -178,3 +187,27 @@ def test_translate_job_of_dump_attention_writes_no_stats(smoke):
     w = W(paper="doubly_attentive", system="nmt_src_img", dataset="grounded", split="test", pair="en-de", seed="1")
     job = smoke.translate_job(w, attention=True)
     assert isinstance(job, TranslateJob) and job.stats is None and job.out.endswith(".pt")
+
+
+def test_the_alignment_stage_reads_the_models_text_of_both_sides(full):
+    job = full.align_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de", split="test_2016_flickr"))
+    assert job.inputs["fwd"] == "results/align/visual_agreement/multi30k.en-de/model.fwd"
+    assert job.inputs["src"].endswith("test_2016_flickr.norm.tok.bpe.en") or job.inputs["src"].endswith(".en")
+    assert job.out == "results/align/visual_agreement/multi30k.en-de/test_2016_flickr.align"
+    model = full.alignment_model_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de"))
+    assert set(model.settings) >= {"iterations", "favor_diagonal", "optimize_tension", "variational_bayes"}
+
+
+def test_significance_compares_every_run_of_the_table_with_its_baseline(full):
+    job = full.significance_job(W(paper="doubly_attentive", table="table1"))
+    runs = full.table_runs("doubly_attentive", "table1")
+    assert len(job.translations) == len(runs) and sorted(job.translations.values()) == job.inputs["translations"]
+    assert job.baseline and job.out == "results/significance/doubly_attentive/table1.json"
+
+
+def test_every_job_kind_has_a_code_version_and_a_runner():
+    from mmt_repro.execute import RUNNERS
+
+    assert set(JOB_KINDS) <= set(JOB_CODE) and set(JOB_KINDS) <= set(RUNNERS)
+    for kind in JOB_KINDS:
+        assert code_version(*JOB_CODE[kind]).startswith(("0", "1"))

@@ -6,8 +6,7 @@
 
 rule learn_alignment:
     input:
-        src=PLAN.alignment_text("src", "train"),
-        tgt=PLAN.alignment_text("tgt", "train"),
+        unpack(PLAN.alignment_model_inputs),
     output:
         fwd=f"{PATHS['align_model']}.fwd",
         bwd=f"{PATHS['align_model']}.bwd",
@@ -18,17 +17,15 @@ rule learn_alignment:
     conda:
         "../../envs/text.yaml"
     params:
-        settings=PLAN.align_settings,
+        job=PLAN.alignment_model_params,
+        code=code("alignment_model"),
     script:
-        "../scripts/learn_alignment.py"
+        "../scripts/run_job.py"
 
 
 rule align:
     input:
-        fwd=f"{PATHS['align_model']}.fwd",
-        bwd=f"{PATHS['align_model']}.bwd",
-        src=PLAN.alignment_text("src"),
-        tgt=PLAN.alignment_text("tgt"),
+        unpack(PLAN.align_inputs),
     output:
         PATHS["align"],
     log:
@@ -37,8 +34,11 @@ rule align:
         "results/benchmarks/align/{paper}/{dataset}.{pair}/{split}.tsv"
     conda:
         "../../envs/text.yaml"
+    params:
+        job=PLAN.align_params,
+        code=code("align"),
     script:
-        "../scripts/align.py"
+        "../scripts/run_job.py"
 
 
 # Yang et al. 2020, section 4: the Transformer's decoder block "which performs the best in word

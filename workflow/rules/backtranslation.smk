@@ -15,5 +15,8 @@ rule assemble_backtranslation:
         "results/benchmarks/assemble_backtranslation/{paper}/{dataset}.{pair}.tsv"
     conda:
         "../../envs/text.yaml"
+    params:
+        job=PLAN.backtranslation_params,
+        code=code("backtranslation"),
     script:
-        "../scripts/assemble_backtranslation.py"
+        "../scripts/run_job.py"

@@ -4,7 +4,7 @@
 
 rule make_curves:
     input:
-        PLAN.curve_files,
+        unpack(PLAN.curves_inputs),
     output:
         table=PATHS["table"],
         png=report(
@@ -24,12 +24,10 @@ rule make_curves:
     conda:
         "../../envs/eval.yaml"
     params:
-        curves=PLAN.curve_specs,
-        pair=PLAN.table_pair,
-        test_set=PLAN.curve_test_set,
-        note=PLAN.table_note,
+        job=PLAN.curves_params,
+        code=code("curves"),
     script:
-        "../scripts/make_curves.py"
+        "../scripts/run_job.py"
 
 
 ruleorder: make_curves > make_table

@@ -3,8 +3,7 @@
 
 rule test_significance:
     input:
-        translations=PLAN.significance_translations,
-        references=PLAN.significance_references,
+        unpack(PLAN.significance_inputs),
     output:
         PATHS["significance"],
     log:
@@ -14,17 +13,10 @@ rule test_significance:
     conda:
         "../../envs/eval.yaml"
     params:
-        translations=PLAN.significance_translation_map,
-        references=PLAN.significance_reference_map,
-        baseline=PLAN.table_baseline,
-        pair=PLAN.table_pair,
-        metrics=PLAN.significance_metrics,
-        scoring=PLAN.scoring,
-        lang=PLAN.table_target_lang,
-        meteor_jar=PLAN.config_path("tools", "meteor_jar"),
-        ref_subword=PLAN.table_reference_subword,
+        job=PLAN.significance_params,
+        code=code("significance"),
     script:
-        "../scripts/test_significance.py"
+        "../scripts/run_job.py"
 
 
 rule make_table:

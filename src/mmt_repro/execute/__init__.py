@@ -1,5 +1,6 @@
 """Execution of the plan's run-level jobs (train_model, translate, dump_attention, score,
-analyse, make_table): each module takes one job object (mmt_repro.plan.jobs), calls the one
+analyse, make_table, test_significance, make_curves, learn_alignment, align,
+assemble_backtranslation): each module takes one job object (mmt_repro.plan.jobs), calls the one
 package function that does the work, and writes the job record beside the output
 (:mod:`.record`): the resolved job, the package version and code hash, the git commit when there
 is one, and the hash of the resolved settings. So every number in ``results/tables/all.tsv``
@@ -21,6 +22,11 @@ RUNNERS = {
     "score": ("score", "run"),
     "analyse": ("analyse", "run"),
     "table": ("table", "run"),
+    "significance": ("significance", "run"),
+    "curves": ("curves", "run"),
+    "alignment_model": ("alignment", "learn"),
+    "align": ("alignment", "align"),
+    "backtranslation": ("backtranslation", "run"),
 }
 
 

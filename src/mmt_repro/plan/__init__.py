@@ -12,7 +12,20 @@ from __future__ import annotations
 
 from .base import PlanBase, is_captioning, pattern
 from .data import DataPlan
-from .jobs import AnalyseJob, Job, ScoreJob, TableJob, TrainJob, TranslateJob, job_from_dict
+from .jobs import (
+    AlignJob,
+    AlignmentModelJob,
+    AnalyseJob,
+    BacktranslationJob,
+    CurvesJob,
+    Job,
+    ScoreJob,
+    SignificanceJob,
+    TableJob,
+    TrainJob,
+    TranslateJob,
+    job_from_dict,
+)
 from .papers import AlignmentPlan, BacktranslationPlan, MultitaskPlan, WordVectorPlan
 from .paths import PATHS, WILDCARDS, path, reversed_pair
 from .runs import RunPlan
@@ -30,4 +43,5 @@ class Plan(RunPlan, TablePlan, TextPlan, DataPlan, MultitaskPlan, AlignmentPlan,
 
 
 __all__ = ["Plan", "PATHS", "WILDCARDS", "path", "reversed_pair", "is_captioning", "pattern", "code_version",
-           "Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob", "job_from_dict"]
+           "Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob", "SignificanceJob", "CurvesJob",
+           "AlignmentModelJob", "AlignJob", "BacktranslationJob", "job_from_dict"]

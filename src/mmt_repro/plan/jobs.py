@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 
@@ -141,7 +141,87 @@ class TableJob(Job):
     out: str
 
 
-JOB_KINDS = {cls.kind: cls for cls in (TrainJob, TranslateJob, ScoreJob, AnalyseJob, TableJob)}
+@dataclass(frozen=True)
+class SignificanceJob(Job):
+    """Paired significance of each system of a table against its baseline (MultEval's tests)."""
+
+    kind: ClassVar[str] = "significance"
+    paper: str
+    table: str
+    translations: dict  # "system|test_set|condition|seed" -> translation file
+    references: dict  # test set -> reference file
+    baseline: str | dict  # one system, or system -> its baseline
+    pair: str
+    metrics: list
+    scoring: dict
+    lang: str  # METEOR's language
+    meteor_jar: str | None
+    ref_subword: str
+    inputs: dict  # translations (list), references (list)
+    out: str
+
+
+@dataclass(frozen=True)
+class CurvesJob(Job):
+    """Learning curves of a table's systems (tables of kind curves): a table and a figure."""
+
+    kind: ClassVar[str] = "curves"
+    paper: str
+    table: str
+    curves: dict  # system -> {file, y, x}
+    pair: str
+    test_set: str
+    note: str
+    inputs: dict  # curves (list of <model>.curve.tsv)
+    out: str
+    png: str
+    pdf: str
+
+
+@dataclass(frozen=True)
+class AlignmentModelJob(Job):
+    """fast_align's forward and backward models on a paper's training text (Yang et al.)."""
+
+    kind: ClassVar[str] = "alignment_model"
+    paper: str
+    dataset: str
+    pair: str
+    settings: dict  # iterations, favor_diagonal, optimize_tension, variational_bayes
+    inputs: dict  # src, tgt
+    fwd: str
+    bwd: str
+
+
+@dataclass(frozen=True)
+class AlignJob(Job):
+    """One split word-aligned with both fast_align models, symmetrised (Pharaoh i-j)."""
+
+    kind: ClassVar[str] = "align"
+    paper: str
+    dataset: str
+    pair: str
+    split: str
+    inputs: dict  # fwd, bwd, src, tgt
+    out: str
+
+
+@dataclass(frozen=True)
+class BacktranslationJob(Job):
+    """The synthetic corpus of back-translation (Calixto et al.): (synthetic source, real target,
+    image) triples from the reverse model's translations of the comparable descriptions."""
+
+    kind: ClassVar[str] = "backtranslation"
+    paper: str
+    dataset: str
+    pair: str
+    inputs: dict  # synthetic, targets, image_lists (lists), codes
+    out_src: str
+    out_tgt: str
+    out_images: str
+
+
+JOB_KINDS = {cls.kind: cls for cls in (TrainJob, TranslateJob, ScoreJob, AnalyseJob, TableJob, SignificanceJob,
+                                       CurvesJob, AlignmentModelJob, AlignJob, BacktranslationJob)}
 
 
 def job_from_dict(data) -> Job:
@@ -152,5 +232,5 @@ def job_from_dict(data) -> Job:
     return JOB_KINDS[kind].from_dict(data)
 
 
-__all__ = ["Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob", "JOB_KINDS", "job_from_dict",
-           "field"]
+__all__ = ["Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob", "SignificanceJob", "CurvesJob",
+           "AlignmentModelJob", "AlignJob", "BacktranslationJob", "JOB_KINDS", "job_from_dict"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..settings import as_plain
 from .base import is_captioning
+from .jobs import AlignJob, AlignmentModelJob, BacktranslationJob
 from .paths import path
 
 # Tables built in the workflow from pretrained word vectors (the word_vectors block of a paper).
@@ -102,6 +103,37 @@ class AlignmentPlan:
             return self.model_text(wildcards.paper, ds, pair, name, lang)
 
         return get
+
+    def alignment_model_job(self, wildcards) -> AlignmentModelJob:
+        w = wildcards
+        stem = path("align_model", paper=w.paper, dataset=w.dataset, pair=w.pair)
+        return AlignmentModelJob(
+            paper=w.paper, dataset=w.dataset, pair=w.pair, settings=self.align_settings(w),
+            inputs={"src": self.alignment_text("src", "train")(w), "tgt": self.alignment_text("tgt", "train")(w)},
+            fwd=f"{stem}.fwd", bwd=f"{stem}.bwd",
+        )
+
+    def alignment_model_inputs(self, wildcards) -> dict:
+        return self.alignment_model_job(wildcards).files()
+
+    def alignment_model_params(self, wildcards) -> dict:
+        return self.alignment_model_job(wildcards).to_dict()
+
+    def align_job(self, wildcards) -> AlignJob:
+        w = wildcards
+        stem = path("align_model", paper=w.paper, dataset=w.dataset, pair=w.pair)
+        return AlignJob(
+            paper=w.paper, dataset=w.dataset, pair=w.pair, split=w.split,
+            inputs={"fwd": f"{stem}.fwd", "bwd": f"{stem}.bwd", "src": self.alignment_text("src")(w),
+                    "tgt": self.alignment_text("tgt")(w)},
+            out=self.align_file(w.paper, w.dataset, w.pair, w.split),
+        )
+
+    def align_inputs(self, wildcards) -> dict:
+        return self.align_job(wildcards).files()
+
+    def align_params(self, wildcards) -> dict:
+        return self.align_job(wildcards).to_dict()
 
     def train_extra_files(self, paper, system, dataset, pair) -> dict:
         """name -> file of every per-example extra the system reads in training (settings.EXTRAS)."""
@@ -204,3 +236,14 @@ class BacktranslationPlan:
             "codes": path("bpe_codes", paper=paper, dataset=ds, pair=self.canonical_pair(paper, ds, pair),
                           side=self.bpe_side(paper, src)),
         }
+
+    def backtranslation_job(self, wildcards) -> BacktranslationJob:
+        stem = path("backtranslation", paper=wildcards.paper, dataset=wildcards.dataset, pair=wildcards.pair)
+        return BacktranslationJob(
+            paper=wildcards.paper, dataset=wildcards.dataset, pair=wildcards.pair,
+            inputs=self.backtranslation_inputs(wildcards), out_src=f"{stem}/synthetic.src",
+            out_tgt=f"{stem}/synthetic.tgt", out_images=f"{stem}/images.txt",
+        )
+
+    def backtranslation_params(self, wildcards) -> dict:
+        return self.backtranslation_job(wildcards).to_dict()

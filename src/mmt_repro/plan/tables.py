@@ -4,7 +4,7 @@ learning curves and figures, and the targets of ``all``."""
 from __future__ import annotations
 
 from .base import pattern
-from .jobs import TableJob
+from .jobs import CurvesJob, SignificanceJob, TableJob
 from .paths import path
 
 
@@ -111,6 +111,26 @@ class TablePlan:
 
         return as_plain(self.settings[wildcards.paper].scoring)
 
+    def significance_job(self, wildcards) -> SignificanceJob:
+        paper, table = wildcards.paper, wildcards.table
+        translations = self.significance_translation_map(wildcards)
+        references = self.significance_reference_map(wildcards)
+        return SignificanceJob(
+            paper=paper, table=table, translations=translations, references=references,
+            baseline=self.table_baseline(wildcards), pair=self.table_pair(wildcards),
+            metrics=self.significance_metrics(wildcards), scoring=self.scoring(wildcards),
+            lang=self.table_target_lang(wildcards), meteor_jar=self.config_path("tools", "meteor_jar"),
+            ref_subword=self.table_reference_subword(wildcards),
+            inputs={"translations": sorted(translations.values()), "references": sorted(references.values())},
+            out=path("significance", paper=paper, table=table),
+        )
+
+    def significance_inputs(self, wildcards) -> dict:
+        return self.significance_job(wildcards).files()
+
+    def significance_params(self, wildcards) -> dict:
+        return self.significance_job(wildcards).to_dict()
+
     # ------------------------------------------------------------------ the table job
     def table_not_comparable(self, paper, table) -> dict:
         """system -> why its rows get no delta: a table marked `comparable: false` (its runs differ
@@ -163,6 +183,23 @@ class TablePlan:
                 y, x = f"val_bleu_{tasks[0]}", f"passes_{tasks[0]}"
             specs[system] = {"file": f"{model}.curve.tsv", "y": y, "x": x}
         return specs
+
+    def curves_job(self, wildcards) -> CurvesJob:
+        paper, table = wildcards.paper, wildcards.table
+        specs = self.curve_specs(wildcards)
+        stem = path("figure", paper=paper, table=table, figure="curves")
+        return CurvesJob(
+            paper=paper, table=table, curves=specs, pair=self.table_pair(wildcards),
+            test_set=self.curve_test_set(wildcards), note=self.table_note(wildcards),
+            inputs={"curves": sorted({spec["file"] for spec in specs.values()})},
+            out=path("table", paper=paper, table=table), png=f"{stem}.png", pdf=f"{stem}.pdf",
+        )
+
+    def curves_inputs(self, wildcards) -> dict:
+        return self.curves_job(wildcards).files()
+
+    def curves_params(self, wildcards) -> dict:
+        return self.curves_job(wildcards).to_dict()
 
     def curve_test_set(self, wildcards) -> str:
         return self.table_config(wildcards)["test_sets"][0]

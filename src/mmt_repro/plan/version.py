@@ -22,6 +22,11 @@ JOB_CODE = {
     "score": ("mmt_repro.execute.score",),
     "analyse": ("mmt_repro.execute.analyse", "mmt_repro.analyses", "mmt_repro.models"),
     "table": ("mmt_repro.execute.table",),
+    "significance": ("mmt_repro.execute.significance",),
+    "curves": ("mmt_repro.execute.curves",),
+    "alignment_model": ("mmt_repro.execute.alignment",),
+    "align": ("mmt_repro.execute.alignment",),
+    "backtranslation": ("mmt_repro.execute.backtranslation",),
 }
 ROOT = Path(__file__).resolve().parents[1]  # src/mmt_repro, the package jobs import
 
