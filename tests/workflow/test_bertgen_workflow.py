@@ -55,8 +55,8 @@ def test_request_only_weights_stop_the_run_saying_where_to_get_them(tmp_path, wf
 
 BERTGEN_NO_IMAGE_MARGIN = (
     "smoke BertGen (2 layers x 64, random init, 3 epochs) does not yet read the images: BLEU "
-    "congruent 28.94, no_image 29.09, shuffled 27.09 (smoke run 2026-11-25, commit after the "
-    "bertgen merge); the text alone carries what it learns in the budget. Open in the BertGen issue"
+    "congruent 29.08, no_image 27.66, shuffled 27.03 (smoke run 2026-11-26, one thread a job; "
+    "28.94/29.09/27.09 on 2026-11-25); the text alone carries what it learns in the budget. Open in the BertGen issue"
 )
 
 
