@@ -49,6 +49,9 @@ def test_registry_and_config_checks():
     assert (cfg.enc_layers, cfg.dec_layers, cfg.d_model, cfg.d_ff, cfg.n_heads) == (6, 6, 512, 2048, 8)
     with pytest.raises(ValueError, match="fuse_residual"):
         make_config("deepfuse.deepfuse", {"fuse_residual": "thrice"})
+    assert cfg.video_positions == "none"  # eq. 5: K_E, V_E are linear transforms of E alone
+    with pytest.raises(ValueError, match="video_positions"):
+        make_config("deepfuse.deepfuse", {"video_positions": "learned"})
     with pytest.raises(ValueError, match="dec_dim"):
         build_model("deepfuse.vatex", dict(TINY_VATEX, dec_dim=10), Vocabs.sizes(V, V))
 
@@ -87,6 +90,25 @@ def test_padding_source_and_video_further_changes_nothing(name):
         a, b = m(batch()), m(batch(pad_src=3, pad_video=5))
         assert torch.allclose(a["loss"], b["loss"], atol=1e-5)
         assert greedy(m, batch(), 8)[0] == greedy(m, batch(pad_src=3, pad_video=5), 8)[0]
+
+
+@pytest.mark.parametrize("positions", ["none", "sinusoidal"])
+def test_video_positions_decide_whether_the_encoder_sees_the_segment_order(positions):
+    m = make(cfg={"video_positions": positions})
+    b = batch(segments=5)
+    b["img_mask"][:] = True  # every segment real: a permutation only reorders them
+    perm = torch.tensor([3, 0, 4, 1, 2])
+    moved = dict(b, img=b["img"][:, perm])
+    with torch.no_grad():
+        memory, mask, _ = m.run_encoder(b)
+        memory_moved, _, _ = m.run_encoder(moved)
+        diff = (memory - memory_moved).abs()[mask].max().item()  # text positions only
+    if positions == "none":
+        assert diff < 1e-5  # eq. 5 alone: attention over a set of segments
+    else:
+        assert diff > 1e-3  # PE(j) on K_E and V_E: the order reaches the encoder output
+    with torch.no_grad():  # padded segments beyond the real ones still change nothing
+        assert torch.allclose(m(batch())["loss"], m(batch(pad_video=5))["loss"], atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["deepfuse.deepfuse", "deepfuse.vatex"])
@@ -181,3 +203,31 @@ def test_jieba_word_bleu_beside_character_bleu():
     assert "".join(words) == "一个人在跑步。" and len(words) < 7
     same = word_bleu(["一 个 人 在 跑 步 。"], ["一个人在跑步。"])
     assert same["value"] == pytest.approx(100.0) and same["signature"].endswith("zh-seg:jieba")
+
+
+class _Decoded(Exception):
+    """Raised by the stand-in for the trainer's decode_data, carrying the settings it got."""
+
+
+@pytest.mark.parametrize("system", ["transformer", "deepfuse", "lstm", "vatex"])
+def test_validation_and_test_decoding_share_one_length_bound(monkeypatch, system):
+    """The paper names no length bound; the checkpoint kept (validation) and the table's output
+    (test) are decoded under the same one: max_len, max_len_a n + max_len_b."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from mmt_repro.settings import load_paper, make_train_config
+    from mmt_repro.train import trainer
+
+    paper = load_paper("deepfuse", Path(__file__).parents[2] / "config" / "papers" / "deepfuse.yaml")
+    test = paper.decode_for(system)
+
+    def capture(model, data, settings, device, **_):
+        raise _Decoded(settings)
+
+    monkeypatch.setattr(trainer, "decode_data", capture)
+    run = SimpleNamespace(cfg=make_train_config(paper.system(system).train), val_data=None, model=None, device="cpu")
+    with pytest.raises(_Decoded) as got:
+        trainer.validate(run)
+    val = got.value.args[0]
+    assert (val.max_len, val.max_len_a, val.max_len_b) == (test.max_len, test.max_len_a, test.max_len_b)

@@ -37,6 +37,12 @@ layers"); each layer has its own ``W_K, W_V, W_lambda, U_lambda``. Video segment
 the store's length and masked (``batch["img_mask"]``); a video without any real segment gives
 ``H_bar = 0``. Decoding is the shared step search through the Transformer's cached decoder.
 
+Segment order: eq. 5 makes ``K_E`` and ``V_E`` linear transforms of ``E`` alone, so by default
+(``video_positions: none``) the encoder is blind to the order of the segments: permuting them
+leaves its output unchanged. ``video_positions: sinusoidal`` adds Vaswani et al.'s ``PE(j)``
+(``d_model`` wide, the text's table) to ``K_E`` and ``V_E`` of segment ``j`` (real segments
+first, numbered from 0), our option, not the paper's (docs/deepfuse.md).
+
 The VATEX baseline (:class:`VatexLSTM`, Wang et al. 2019 as in their public code): a 2-layer
 bi-LSTM over the source embeddings and another over the projected segment features
 (``frame_embed``), each ``enc_dim`` wide (``enc_dim / 2`` per direction); the decoder's initial
@@ -60,9 +66,10 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from .base import MMTModel, Vocabs
 from .layers import linear_cross_entropy
 from .registry import register
-from .transformer import EncoderLayer, TransformerConfig, TransformerNMT, attention
+from .transformer import EncoderLayer, TransformerConfig, TransformerNMT, attention, sinusoidal_table
 
 FUSE_RESIDUALS = ("once", "twice")
+VIDEO_POSITIONS = ("none", "sinusoidal")
 
 
 @dataclass
@@ -72,11 +79,16 @@ class DeepFuseConfig(TransformerConfig):
     img_dim: int = 1024  # size of a segment feature e_j (official VATEX I3D: 1024; pytorchvideo i3d_r50: 2048)
     # once: LayerNorm(H^L + lambda H_bar) (eq. 6 is the residual); twice: LayerNorm(H^L + H), H^L added twice
     fuse_residual: str = "once"
+    # none: K_E, V_E are linear transforms of E alone (eq. 5), blind to the segments' order;
+    # sinusoidal: PE(j) of Vaswani et al. added to K_E and V_E of segment j (0-based)
+    video_positions: str = "none"
 
     def __post_init__(self):
         super().__post_init__()
         if self.fuse_residual not in FUSE_RESIDUALS:
             raise ValueError(f"fuse_residual={self.fuse_residual!r}; valid: {', '.join(FUSE_RESIDUALS)}")
+        if self.video_positions not in VIDEO_POSITIONS:
+            raise ValueError(f"video_positions={self.video_positions!r}; valid: {', '.join(VIDEO_POSITIONS)}")
         if self.fuse_residual == "twice" and self.pre_norm:
             raise ValueError("fuse_residual: twice is a post-LN reading (LayerNorm(H^L + H)); use once with pre_norm")
 
@@ -103,10 +115,14 @@ class DeepFuseEncoderLayer(EncoderLayer):
         self.c = c
 
     def video_attention(self, h: torch.Tensor, video: torch.Tensor, video_mask: torch.Tensor | None,
-                        need_weights: bool = False):
+                        need_weights: bool = False, video_pos: torch.Tensor | None = None):
         """Eq. 5: ``H_bar = softmax(H^L K_E^T / sqrt(d)) V_E``; ``(batch, n, d)`` and the weights
-        ``(batch, n, m)`` (or None)."""
-        k, v = self.video_k(video).unsqueeze(1), self.video_v(video).unsqueeze(1)  # (batch, 1, m, d)
+        ``(batch, n, m)`` (or None). ``video_pos (m, d)``, when given, is added to ``K_E`` and
+        ``V_E`` (``video_positions: sinusoidal``)."""
+        k, v = self.video_k(video), self.video_v(video)  # (batch, m, d)
+        if video_pos is not None:
+            k, v = k + video_pos.to(k.dtype), v + video_pos.to(v.dtype)
+        k, v = k.unsqueeze(1), v.unsqueeze(1)  # (batch, 1, m, d)
         drop = self.c.attention_dropout if self.training else 0.0
         out, w = attention(h.unsqueeze(1), k, v, video_mask, dropout=drop, need_weights=need_weights)
         return out.squeeze(1), (None if w is None else w.squeeze(1))
@@ -115,10 +131,10 @@ class DeepFuseEncoderLayer(EncoderLayer):
         """Eq. 7: ``lambda = sigmoid(W_lambda H_bar + U_lambda H^L)``, ``(batch, n, 1)``."""
         return torch.sigmoid(self.gate_w(h_bar) + self.gate_u(h))
 
-    def forward(self, x, mask, video=None, video_mask=None, need_weights: bool = False):
+    def forward(self, x, mask, video=None, video_mask=None, need_weights: bool = False, video_pos=None):
         x, info = super().forward(x, mask, need_weights)  # H^L
         h = self.video_norm(x) if self.c.pre_norm else x
-        h_bar, w = self.video_attention(h, video, video_mask, need_weights)
+        h_bar, w = self.video_attention(h, video, video_mask, need_weights, video_pos)
         lam = self.gate(h_bar, h)
         fused = F.dropout(lam * h_bar, self.c.dropout, self.training)  # lambda H_bar (residual dropout)
         if self.c.pre_norm:
@@ -139,6 +155,14 @@ class DeepFuse(TransformerNMT):
 
     visual = "video"
 
+    def __init__(self, config: DeepFuseConfig, vocabs: Vocabs, resources=None):
+        super().__init__(config, vocabs, resources)
+        if config.video_positions == "sinusoidal":
+            self.register_buffer("video_pos_table", sinusoidal_table(config.max_positions, config.d_model),
+                                 persistent=False)
+        else:
+            self.video_pos_table = None
+
     def make_encoder_layer(self, config: DeepFuseConfig, index: int) -> nn.Module:
         return DeepFuseEncoderLayer(config)
 
@@ -148,7 +172,13 @@ class DeepFuse(TransformerNMT):
             raise ValueError(f"model {self.registry_name} reads video segment features but the batch has none")
         if video.size(-1) != self.config.img_dim:
             raise ValueError(f"video features have dimension {video.size(-1)}, model expects img_dim={self.config.img_dim}")
-        return {"video": video, "video_mask": batch.get("img_mask")}
+        extra = {"video": video, "video_mask": batch.get("img_mask")}
+        if self.video_pos_table is not None:
+            m = video.size(1)
+            if m > self.video_pos_table.size(0):
+                raise ValueError(f"{m} video segments are more than max_positions={self.video_pos_table.size(0)}")
+            extra["video_pos"] = self.video_pos_table[:m]  # segment j at position j (real segments come first)
+        return extra
 
     def forward(self, batch: dict) -> dict:
         """The Transformer's loss, plus ``gate``: the mean lambda over the real source positions of
