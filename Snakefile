@@ -59,8 +59,4 @@ onstart:
 rule all:
     default_target: True
     input:
-        "results/tables/all.tsv",
-        PATHS["stats"],
-        PLAN.vocab_report_targets(),
-        PLAN.recipe_targets(),
-        PLAN.all_figures(),
+        PLAN.default_targets(),

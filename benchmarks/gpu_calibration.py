@@ -166,18 +166,19 @@ CASES = {
     "emb_pred.ours": dict(
         model="emb_pred.ours", paper="emb_pred", system="ours",
         config={**HIRASAWA, "img_dim": 2048, "lambda_v": 0.01, "alpha": 0.1, "mtl": "interpolate", "shuffle_images": False,
-                "margin": 0.5, "negative": "vocab", "fix_dec_emb": True},  # fixed target table, random not fastText
+                "jv_reduction": "matrix_mean", "jv_contrastive": "images", "margin": 0.5, "negative": "vocab", "fix_dec_emb": True},  # fixed target table, random not fastText
         vocab=(10000, 10000), batch=64, src_len=(8, 20), tgt_len=(7, 18), img=(1, 2048), min_regions=None,
         optim=dict(optimizer="adam", lr=4e-4), clip=1.0, paper_amp=False,
         decode=dict(max_len=80, batch_size=32), beams=(1,)),  # nearest-neighbour output: greedy only
     "deepfuse.deepfuse": dict(
         model="deepfuse.deepfuse", paper="deepfuse", system="deepfuse",
         config={**BASE_TRANSFORMER, "activation_dropout": 0.0, "pre_norm": False, "tie_embeddings": False,
-                "share_all_embeddings": False, "img_dim": 1024, "fuse_residual": "once"},
+                "share_all_embeddings": False, "img_dim": 1024, "fuse_residual": "once",
+                "video_positions": "none"},
         # 4,000 target tokens a batch (padded): 96 sentences of up to 41 characters
         vocab=(20000, 3500), batch=96, src_len=(10, 24), tgt_len=(18, 40), img=(32, 1024), min_regions=16,
         optim=dict(ADAM_VASWANI, lr=6.98771e-4), clip=0.0, paper_amp=False,
-        decode=dict(max_len=100, max_len_a=3.0, max_len_b=10, batch_size=32), beams=(1, 5)),
+        decode=dict(max_len=100, max_len_a=2.0, max_len_b=10, batch_size=32), beams=(1, 5)),
     "visual_agreement.soft": dict(
         model="visual_agreement.seq2seq", paper="visual_agreement", system="soft",
         config={**YANG_S2S, **YANG_AGREE, "agreement": "soft"},

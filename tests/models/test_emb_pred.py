@@ -70,8 +70,8 @@ def test_hardest_negative_and_margin_by_hand():
     s = 0.1 / np.hypot(2.0, 0.1)
     assert neg.tolist() == [1, 2, 3]
     assert torch.allclose(loss, torch.tensor([0.5, 1.5, 0.5 + c - s], dtype=torch.float32), atol=1e-6)
-    # Gold excluded (Lazaridou's intruder): row 0's negative is row 4 (cos .6): .5 + .6 - 1
-    loss2, neg2 = hardest_negative_margin(pred, table, gold, margin=0.5, exclude_gold=True)
+    # Gold excluded: row 0's negative is row 4 (cos .6): .5 + .6 - 1
+    loss2, neg2 = hardest_negative_margin(pred, table, gold, margin=0.5, negative="nearest_other")
     assert neg2.tolist() == [4, 2, 3] and torch.allclose(loss2[0], torch.tensor(0.1), atol=1e-6)
     # The gradient equals that of the plain formulation (max over every cosine), the table gets none.
     loss.sum().backward()
@@ -84,6 +84,67 @@ def test_hardest_negative_and_margin_by_hand():
     assert torch.allclose(g1[0], torch.zeros(2))  # gold already nearest: no gradient (eq. 5 over all of V)
 
 
+def test_intruder_negative_by_hand():
+    """Lazaridou et al.'s intruder: close to the prediction and far from the gold word's vector:
+    argmax_{w != y} cos(p, e(w)) - cos(e(w), e(y))."""
+    table = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.6, -0.8], [0.0, 1.0]])
+    pred = torch.tensor([[0.8, 0.2]])
+    gold = torch.tensor([0])
+    p = np.array([0.8, 0.2]) / np.hypot(0.8, 0.2)
+    rows = table.numpy()
+    score = [p @ rows[w] - rows[w] @ rows[0] for w in range(4)]  # [., .97-.8, .55-.6, .24-0]
+    expect = max(range(1, 4), key=lambda w: score[w])
+    assert expect == 3  # the nearest other word (1) is close to the gold: not the intruder
+    loss, neg = hardest_negative_margin(pred, table, gold, margin=0.5, negative="intruder")
+    assert neg.tolist() == [3]
+    assert loss.item() == pytest.approx(max(0.0, 0.5 + p @ rows[3] - p @ rows[0]), abs=1e-6)
+    _, nearest = hardest_negative_margin(pred, table, gold, margin=0.5, negative="nearest_other")
+    assert nearest.tolist() == [1]
+    with pytest.raises(ValueError, match="intruder"):
+        hardest_negative_margin(pred, table, gold, margin=0.5, negative="others")
+
+
+def _authors_jv(v_hat: np.ndarray, v: np.ndarray, alpha: float) -> float:
+    """The authors' J_V by hand (nmtpytorch-emb-pred PWImaginationDecoder, with eq. 7's sign):
+    the B x B matrix of hinge costs over contrastive images (rows) plus contrastive sentences
+    (columns), zero diagonal, then its mean."""
+    u = v_hat / np.linalg.norm(v_hat, axis=1, keepdims=True)
+    y = v / np.linalg.norm(v, axis=1, keepdims=True)
+    b = len(u)
+    total = 0.0
+    for k in range(b):
+        for a in range(b):
+            if a == k:
+                continue
+            pos = u[k] @ y[k]
+            total += max(0.0, alpha + u[k] @ y[a] - pos)  # sentence k, contrastive image a
+            total += max(0.0, alpha + u[a] @ y[k] - pos)  # image k, contrastive sentence a
+    return total / (b * b)
+
+
+def test_image_task_weight_on_the_authors_scale():
+    """Issue 24: our J_V is on the authors' scale (mean of the B x B matrix), no longer B/2
+    = 32 times it at B = 64 (the per-sentence sum of before)."""
+    rng = np.random.default_rng(3)
+    v_hat, v = rng.standard_normal((5, 4)), rng.standard_normal((5, 4))
+    ours = imagination_loss(torch.tensor(v_hat), torch.tensor(v), 0.1, "matrix_mean", "both").item()
+    assert ours == pytest.approx(_authors_jv(v_hat, v, 0.1), abs=1e-9)
+    b = 64
+    v_hat, v = torch.randn(b, 32, dtype=torch.float64), torch.randn(b, 32, dtype=torch.float64)
+    authors = _authors_jv(v_hat.numpy(), v.numpy(), 0.1)
+    per_sentence_sum = imagination_loss(v_hat, v, 0.1, "sum", "images").item()
+    assert 24 < per_sentence_sum / authors < 40  # the old reading: about B/2 = 32 times the code's
+    images_only = imagination_loss(v_hat, v, 0.1).item()  # the default: eq. 7's terms, code's scale
+    assert images_only == pytest.approx(per_sentence_sum / b, rel=1e-9)
+    assert 0.3 < images_only / authors < 0.7  # one of the code's two directions
+    # the config default is the authors' scale
+    from mmt_repro.models.emb_pred import ImagConfig
+
+    assert ImagConfig().jv_reduction == "matrix_mean"
+    with pytest.raises(ValueError, match="jv_reduction"):
+        ImagConfig(jv_reduction="mean")
+
+
 def test_imagination_loss_by_hand():
     v_hat = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     v = torch.tensor([[2.0, 0.0], [1.0, 1.0], [0.0, -1.0]])
@@ -93,7 +154,8 @@ def test_imagination_loss_by_hand():
     # sentence 2: max(0, .1 + .7071 + .7071) + max(0, .1 + 1 + .7071) = 1.5142 + 1.8071
     r = 1 / np.sqrt(2)
     expect = ((0.1 + r + r) + (0.1 + 1 + r)) / 3
-    assert imagination_loss(v_hat, v, 0.1).item() == pytest.approx(expect, abs=1e-6)
+    assert imagination_loss(v_hat, v, 0.1, reduction="sum").item() == pytest.approx(expect, abs=1e-6)
+    assert imagination_loss(v_hat, v, 0.1).item() == pytest.approx(expect * 3 / 9, abs=1e-6)  # / B^2
     assert imagination_loss(v_hat[:1], v[:1], 0.1).item() == 0.0  # no contrastive image in a batch of one
     torch.manual_seed(0)
     for n in (2, 3, 7):

@@ -44,7 +44,7 @@ def test_reverse_system_takes_the_forward_systems_model(tmp_path):
 @pytest.mark.parametrize("systems,match", [
     ({"bwd": {"reverse_of": "nope"}}, "unknown system 'nope'"),
     ({"a": {"model": "visual_agreement.seq2seq_text"}, "b": {"reverse_of": "a"}, "c": {"reverse_of": "b"}},
-     "itself a reverse system"),
+     "decodes another system itself"),
     ({"a": {"model": "visual_agreement.seq2seq_text"}, "b": {"reverse_of": "a", "train": {"lr": 1}}},
      "trains nothing"),
     ({"a": {"model": "visual_agreement.seq2seq_text", "extras": ["tags"]}}, "unknown extras"),

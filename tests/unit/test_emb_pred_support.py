@@ -61,7 +61,46 @@ def test_rows_not_comparable_keep_the_paper_value_but_no_delta(tmp_path):
                     not_comparable={"a": "vectors trained here"}).set_index("system")
     assert df.loc["a", "paper_value"] == 50.0 and np.isnan(df.loc["a", "delta"])
     assert df.loc["a", "note"] == "cpu; vectors trained here"
-    assert df.loc["b", "delta"] == 1.0 and df.loc["b", "note"] == "cpu"
+    assert df.loc["b", "delta"] == 1.0 and df.loc["b", "verdict"] == "missed"  # no spread: ±0.5
+    assert df.loc["b", "note"] == "cpu" and df.loc["b", "tolerance"] == 0.5
+    assert df.loc["a", "verdict"] == "" and np.isnan(df.loc["a", "tolerance"])  # no delta, no verdict
+    # a declared difference: the delta is there, the verdict says the setting differs
+    df = make_table(scores, "toy", "t1", pub, tmp_path / "t.tsv", differences={"a": "vectors trained here"})
+    a = df.set_index("system").loc["a"]
+    assert a.delta == -5.0 and a.verdict == "outside (differs)" and a.note.startswith("vectors trained here; verdict:")
+
+
+def test_verdict_against_the_papers_spread():
+    """Issue 24: the table code says whether our mean is within two of the paper's standard
+    deviations (±0.5 without a spread). Hirasawa et al. call their ± a variance: read both ways,
+    "reproduced" needs the tighter bound."""
+    from mmt_repro.tables.build import verdict
+
+    # NMT, BLEU 51.00 ± .37: as an sd, 2 sd = .74; as a variance, 2 sqrt(.37) = 1.22
+    assert verdict(-0.60, 0.37, "variance") == (0.74, "reproduced", "")
+    tol, word, why = verdict(-1.00, 0.37, "variance")
+    assert (tol, word) == (0.74, "borderline") and "1.22" in why
+    assert verdict(1.30, 0.37, "variance") == (0.74, "missed", "")
+    # METEOR 43.56 ± .04: sqrt(.04) = .2 > .04, the tighter bound is 2 x .04
+    assert verdict(0.10, 0.04, "variance")[:2] == (0.08, "borderline")
+    assert verdict(0.5, 0.3, "std")[:2] == (0.6, "reproduced")
+    assert verdict(0.49, None)[:2] == (0.5, "reproduced") and verdict(-0.51, None)[1] == "missed"
+    assert verdict(None, 0.3, "std") == (None, "", "")
+    tol, word, why = verdict(0.2, 0.37, "variance", differs="word vectors trained here")
+    assert word == "within (differs)" and "not the paper's setting" in why
+    assert verdict(3.0, 0.37, "variance", differs="x")[1] == "outside (differs)"
+
+
+def test_published_spreads_of_hirasawa_table1():
+    """The ± of Table 1 are in the published file as printed, called a variance as the paper does."""
+    from mmt_repro.tables.build import read_published
+
+    pub = read_published(Path(__file__).resolve().parents[2] / "config" / "published_results.tsv")
+    t1 = pub[(pub.paper == "emb_pred") & (pub.table == "table1") & (pub.test_set == "test_2016_flickr")]
+    got = {(r.system, r.metric): r.spread for r in t1.itertuples()}
+    assert got[("nmt", "bleu")] == 0.37 and got[("nmt", "meteor")] == 0.12 and got[("imag_pre", "meteor")] == 0.04
+    assert len(got) == 10 and set(t1.spread_kind) == {"variance"}
+    assert pub[pub.paper == "doubly_attentive"].spread.isna().all()
 
 
 def test_rare_word_figure_from_a_results_table(tmp_path):
@@ -74,6 +113,28 @@ def test_rare_word_figure_from_a_results_table(tmp_path):
     pd.DataFrame(rows).to_csv(tmp_path / "t.tsv", sep="\t", index=False)
     png, pdf = plot_rare_words_table(tmp_path / "t.tsv", tmp_path / "f.png")
     assert png.stat().st_size > 1000 and pdf.exists()
+    # with the abstract's +7.67 in the table, a second panel: our gain per bin and the published line
+    import matplotlib.pyplot as plt
+
+    rows.append({"paper": "p", "table": "figure1", "system": "ours", "pair": "fr-en", "test_set": "t",
+                 "condition": "congruent", "metric": "f_rare_gain", "ours": "", "ours_std": "", "paper_value": 7.67})
+    pd.DataFrame(rows).to_csv(tmp_path / "t2.tsv", sep="\t", index=False)
+    seen = {}
+    real_save = plt.Figure.savefig
+
+    def spy(fig, *args, **kw):
+        seen["axes"] = fig.axes
+        return real_save(fig, *args, **kw)
+
+    plt.Figure.savefig = spy
+    try:
+        plot_rare_words_table(tmp_path / "t2.tsv", tmp_path / "g.png")
+    finally:
+        plt.Figure.savefig = real_save
+    gain_ax = seen["axes"][1]
+    heights = [b.get_height() for b in gain_ax.patches[:3]]  # bins 1, 5-9, 1000+
+    assert heights[0] == 10.0 and np.isnan(heights[1]) and heights[2] == 1.0  # 20 - 10; ours lacks 5-9; 61 - 60
+    assert any(round(line.get_ydata()[0], 2) == 7.67 for line in gain_ax.get_lines())
 
 
 def test_paper_settings_blocks_are_checked(tmp_path):
@@ -111,7 +172,8 @@ def test_published_tables_1_to_3_as_printed():
     assert round(t2["ours_dec_random"] - t2["ours_random"], 2) == 0.11  # encoder initialised: "+0.11 BLEU"
     assert ep["table3", "ours_nodebias", "val", "bleu"] == 52.65 and ep["table3", "ours_text", "test_2016_flickr",
                                                                        "meteor"] == 43.91
-    assert len(ep) == 36
+    assert len(ep) == 37  # Tables 1-3 (36 values) and the abstract's +7.67 (figure1)
+    assert ep["figure1", "ours", "test_2016_flickr", "f_rare_gain"] == 7.67
 
 
 def test_analysis_input_kinds():

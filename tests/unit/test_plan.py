@@ -110,6 +110,27 @@ def test_reverse_of_decodes_the_forward_checkpoint_backward(full):
         full.train_job(W(paper="visual_agreement", system="soft_bwd", dataset="multi30k", pair="de-en", seed="1"))
 
 
+def test_decode_of_decodes_the_same_checkpoint_with_its_own_beam(full, tmp_path):
+    """Hirasawa et al.: nmt_beam6 is nmt's checkpoint decoded with beam 6 (the paper's rows:
+    greedy); it trains nothing of its own."""
+    w = W(paper="emb_pred", system="nmt_beam6", dataset="multi30k", split="test_2016_flickr", pair="fr-en",
+          seed="2", condition="congruent")
+    job = full.translate_job(w)
+    greedy = full.translate_job(W(**{**w.__dict__, "system": "nmt"}))
+    assert job.checkpoint == greedy.checkpoint == "results/models/emb_pred/nmt/multi30k.fr-en.seed2.best.pt"
+    assert job.direction == "forward" and job.decode["beam_size"] == 6 and greedy.decode["beam_size"] == 1
+    assert job.out != greedy.out and full.score_job(w).meta["checkpoint"] == job.checkpoint
+    with pytest.raises(ValueError, match="no training of its own"):
+        full.train_job(W(paper="emb_pred", system="nmt_beam6", dataset="multi30k", pair="fr-en", seed="1"))
+    from mmt_repro.settings import load_paper
+
+    settings = REPO / "config" / "papers" / "emb_pred.yaml"
+    with pytest.raises(ConfigError, match="trains nothing"):
+        load_paper("emb_pred", settings, {"systems": {"nmt_beam6": {"model_config": {"emb_dim": 8}}}})
+    with pytest.raises(ConfigError, match="unknown system 'nmtt'"):
+        load_paper("emb_pred", settings, {"systems": {"nmt_beam6": {"decode_of": "nmtt"}}})
+
+
 def test_train_on_decodes_the_one_multitask_run(full):
     """BertGen: every table decodes the one model trained on multi30k en-de (train_on)."""
     assert full.checkpoint_of("bertgen", "bertgen", "iwslt14_de_en", "de-en", 1) == \
@@ -136,10 +157,15 @@ def test_hard_agreement_reads_the_training_alignment(full):
         full.align_file("doubly_attentive", "multi30k", "en-de", "train")
 
 
-def test_trained_word_vectors_take_the_delta_away(smoke):
-    reasons = smoke.table_not_comparable("emb_pred", "table1")
+def test_trained_word_vectors_are_a_declared_difference(smoke):
+    """Vectors trained here: a delta, and a verdict that says the setting differs (never
+    "reproduced"); the systems that read no vectors have no difference."""
+    reasons = smoke.table_differences("emb_pred", "table1")
     assert set(reasons) == {"nmt_pre", "imag_pre", "ours"}
     assert all("trained here" in r for r in reasons.values())
+    assert smoke.table_not_comparable("emb_pred", "table1") == {}
+    job = smoke.table_job(W(paper="emb_pred", table="table1"))
+    assert job.differences == reasons and type(job).from_dict(job.to_dict()) == job
 
 
 def test_backtranslation_reads_the_reverse_model_of_every_description(full):
@@ -211,3 +237,24 @@ def test_every_job_kind_has_a_code_version_and_a_runner():
     assert set(JOB_KINDS) <= set(JOB_CODE) and set(JOB_KINDS) <= set(RUNNERS)
     for kind in JOB_KINDS:
         assert code_version(*JOB_CODE[kind]).startswith(("0", "1"))
+
+
+OVERLAYS = sorted(p.name for p in (REPO / "config").glob("*.yaml")
+                  if p.name.startswith(("cpu_", "paper_")) or p.name in ("shared_mirror.yaml", "sample_media.yaml"))
+
+
+@pytest.mark.parametrize("name", OVERLAYS)
+def test_an_overlay_config_plans_only_its_own_targets(name):
+    """Issue 27 (6): `--configfile config/cpu_multi30k.yaml` without a target planned the whole
+    reproduction (935 jobs, 87 trainings). Every overlay names its targets; rule all builds them."""
+    overlay = load_yaml(REPO / "config" / name)
+    assert overlay.get("targets"), f"config/{name} names no `targets`"
+    plan = Plan(deep_update(load_yaml(REPO / "config" / "config.yaml"), overlay), REPO)
+    assert plan.default_targets() == overlay["targets"]
+    assert all(t.startswith("results/") for t in overlay["targets"]) and len(overlay["targets"]) <= 4
+
+
+def test_the_full_config_builds_everything_by_default(full):
+    targets = full.default_targets()
+    assert targets[:2] == ["results/tables/all.tsv", "results/data/stats.tsv"]
+    assert "results/figures/emb_pred/figure1.rare_words.png" in targets

@@ -112,3 +112,24 @@ def test_trained_vectors_are_reproducible_and_readable(tmp_path):
     assert (tmp_path / "one.vec").read_bytes() == (tmp_path / "two.vec").read_bytes()
     read = read_vectors(tmp_path / "one.vec", set(words) | {"</s>"})
     assert info["dim"] == 8 and read["dim"] == 8 and set(read["vectors"]) == set(words) | {"</s>"}
+
+
+def test_moses_escaped_words_find_their_raw_vectors(tmp_path):
+    """Issue 24: Multi30k is Moses-tokenised (``&apos;s``, ``l&apos;``, ``&quot;``); fastText's
+    vectors were trained on raw text. Such words take the vector of their unescaped form instead
+    of the <unk> vector (with which they tied in the fixed output table, so nearest-neighbour
+    decoding wrote <unk>)."""
+    (tmp_path / "train.txt").write_text("l&apos; homme &apos;s &quot; &amp; x\n")
+    vocab = Vocab.build([tmp_path / "train.txt"])
+    vocab.save(tmp_path / "vocab.json")
+    vec = _write_vec(tmp_path / "v.vec", {"</s>": [1, 1, 0, 0], "l'": [1, 0, 0, 0], "homme": [0, 1, 0, 0],
+                                          "'s": [0, 0, 1, 0], '"': [0, 0, 0, 1], "&": [1, 0, 1, 0],
+                                          "other": [0, 1, 1, 1]})
+    report = build_embedding_table(tmp_path / "vocab.json", vec, tmp_path / "t.npy", tmp_path / "t.json",
+                                   n_components=0, center=False, normalize=False)
+    table = np.load(tmp_path / "t.npy")
+    row = {w: table[vocab.id(w)] if hasattr(vocab, "id") else table[vocab.tokens.index(w)] for w in vocab.tokens}
+    assert np.allclose(row["l&apos;"], [1, 0, 0, 0]) and np.allclose(row["&apos;s"], [0, 0, 1, 0])
+    assert np.allclose(row["&quot;"], [0, 0, 0, 1]) and np.allclose(row["&amp;"], [1, 0, 1, 0])
+    assert report["vocab_words_found_unescaped"] == 4 and report["missing_examples"] == ["x"]
+    assert np.allclose(row["x"], row["<unk>"]) and not np.allclose(row["&apos;s"], row["<unk>"])

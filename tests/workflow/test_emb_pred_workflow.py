@@ -66,7 +66,9 @@ def test_smoke_tables_rows_and_notes(smoke_run):
     t2 = ep[ep.table == "table2"]
     assert len(set(t2.system)) == 6  # the smoke runs three; the other three are published rows
     assert set(t2[t2.ours != ""].system) == {"ours", "ours_random", "ours_unfixed"}
-    assert ep[ep.table == "figure1"].metric.str.startswith("f_freq_").all()
+    fig1 = ep[ep.table == "figure1"]
+    assert fig1[fig1.ours != ""].metric.str.startswith("f_freq_").all()
+    assert set(fig1[fig1.ours == ""].metric) == {"f_rare_gain"}  # the abstract's +7.67, a published row
 
 
 @pytest.mark.e2e
@@ -95,8 +97,12 @@ def test_smoke_latent_space_retrieves_images_and_shuffling_removes_it(smoke_run)
     print("retrieval R@1 / median rank: " + ", ".join(
         f"{s} {value[(s, 'r1')]:.2f} / {value[(s, 'median_rank')]:.0f}" for s in ("imag", "ours", "imag_shuffled"))
         + f" (chance R@1 {chance:.2f})")
-    assert value[("imag", "r1")] >= 5 * chance
-    assert value[("ours", "r1")] >= 5 * chance
+    # The image task has the authors' weight (J_V on their scale, lambda = 0.01: issue 24), so
+    # after the smoke's 72 updates R@1 is a handful of the 300 images (1.00-2.33 %, 2026-11-26):
+    # the test reads the ranks of all 300 instead. Chance: median rank 150, R@10 3.33 %.
+    for system in ("imag", "ours"):
+        assert value[(system, "median_rank")] <= 0.25 * 300
+        assert value[(system, "r10")] >= 3 * 10 * chance
     # trained on shuffled images, the latent space ranks the right image no better than chance
-    assert value[("imag_shuffled", "r1")] < 3 * chance
-    assert value[("imag_shuffled", "median_rank")] > 0.3 * 300
+    assert value[("imag_shuffled", "r10")] < 2 * 10 * chance
+    assert value[("imag_shuffled", "median_rank")] > 0.4 * 300

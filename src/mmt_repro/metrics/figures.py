@@ -259,17 +259,27 @@ def _bin_low(label: str) -> int:
     return int(label.rstrip("+").split("-")[0])
 
 
-def plot_rare_words_table(table_tsv: str | os.PathLike, out_png: str | os.PathLike) -> tuple[Path, Path]:
+#: The published rare-word gain (Hirasawa et al.'s abstract: +7.67 F-score), a row of the figure's table.
+RARE_GAIN_METRIC = "f_rare_gain"
+
+
+def plot_rare_words_table(table_tsv: str | os.PathLike, out_png: str | os.PathLike,
+                          baseline: str = "nmt", system: str = "ours") -> tuple[Path, Path]:
     """Hirasawa et al. (2019) Fig. 1 from a results table of the rare-word analysis (rows
     ``metric = f_freq_<bin>``, ``ours`` = F in %, mean over seeds): one bar per system and
-    bin, the seed standard deviation as error bars; bins ordered by training frequency."""
+    bin, the seed standard deviation as error bars; bins ordered by training frequency.
+
+    When the table holds the published gain (metric ``f_rare_gain``: the abstract's "+7.67
+    F-score for rare word translation", bins not stated) and both ``system`` and ``baseline``
+    have rows, a second panel shows our gain of ``system`` over ``baseline`` per bin with the
+    published figure as a dashed line."""
     path = Path(table_tsv)
     if not path.exists():
         raise DataError(path, "results table does not exist", "re-run the make_table rule")
-    df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-    if "metric" not in df.columns or "system" not in df.columns:
+    full = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    if "metric" not in full.columns or "system" not in full.columns:
         raise DataError(path, "not a results table (no metric/system column)", "plot a table written by make_table")
-    df = df[df["metric"].str.startswith(RARE_WORD_PREFIX) & (df["ours"] != "")]
+    df = full[full["metric"].str.startswith(RARE_WORD_PREFIX) & (full["ours"] != "")]
     if df.empty:
         raise DataError(path, f"no {RARE_WORD_PREFIX}<bin> rows with values", "run the rare-word analysis table")
     df = df.assign(bin=df["metric"].str[len(RARE_WORD_PREFIX):], ours=pd.to_numeric(df["ours"]),
@@ -278,7 +288,17 @@ def plot_rare_words_table(table_tsv: str | os.PathLike, out_png: str | os.PathLi
     df["label"] = df[["system", *varying]].astype(str).agg(" ".join, axis=1)
     bins = sorted(set(df["bin"]), key=_bin_low)
     labels = list(dict.fromkeys(df["label"]))
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.45 * len(bins) * len(labels) + 2), 3.8))
+    published = full[(full["metric"] == RARE_GAIN_METRIC) & (full.get("paper_value", "") != "")] \
+        if "paper_value" in full.columns else full.iloc[0:0]
+    gain = None
+    if len(published) and {system, baseline} <= set(df["system"]) and not varying:
+        mine = df[df["system"] == system].set_index("bin")["ours"]
+        base = df[df["system"] == baseline].set_index("bin")["ours"]
+        gain = [float(mine[b] - base[b]) if b in mine.index and b in base.index else math.nan for b in bins]
+    panels = 2 if gain is not None else 1
+    width_in = max(5.0, 0.45 * len(bins) * len(labels) + 2)
+    fig, axes = plt.subplots(1, panels, figsize=(width_in * (1.6 if panels == 2 else 1), 3.8), squeeze=False)
+    ax = axes[0][0]
     width = 0.8 / len(labels)
     x = np.arange(len(bins))
     for k, label in enumerate(labels):
@@ -292,6 +312,17 @@ def plot_rare_words_table(table_tsv: str | os.PathLike, out_png: str | os.PathLi
     ax.set_ylabel("word F-score (%)")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
+    if gain is not None:
+        value = float(published["paper_value"].iloc[0])
+        ax2 = axes[0][1]
+        ax2.bar(x, gain, 0.6, color="tab:green", label=f"ours: {system} - {baseline}")
+        ax2.axhline(value, color="black", linestyle="--", label=f"paper (abstract): +{value:g}, bins not stated")
+        ax2.axhline(0.0, color="grey", linewidth=0.8)
+        ax2.set_xticks(x, bins)
+        ax2.set_xlabel("frequency in the training corpus")
+        ax2.set_ylabel("F-score gain (points)")
+        ax2.legend(fontsize=8)
+        ax2.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return _save(fig, out_png)
 

@@ -45,17 +45,26 @@ them with the evidence):
   unit-length table rows: cosine similarity. We use cosine similarity everywhere.
 * Eq. 5's argmax runs over all of ``V`` with the gold word included (as printed, and as the
   code's ``max(O - O_gold)``): when the gold word is the nearest, the hinge is ``gamma`` and
-  has no gradient. ``negative: others`` excludes the gold word (Lazaridou et al.'s intruder).
+  has no gradient. The text describes another negative, Lazaridou et al.'s intruder, "close to
+  the predicted embedding and far from the gold embedding": ``negative: intruder``
+  (``argmax_{w != y} cos(e_hat, e(w)) - cos(e(w), e(y))``); ``negative: nearest_other`` is the
+  nearest word other than the gold.
 * lambda: eq. 1 prints ``lambda J_T + (1 - lambda) J_V`` with lambda = 0.01, which would give
   translation 1 % of the weight. The authors' configuration (``mtl_loss_type: naive``,
-  ``z_w: 0.01``) runs the image task on a random ``z_w / (1 - z_w)`` share of the batches, i.e.
-  lambda weights J_V. ``mtl: interpolate`` (default) uses ``(1 - lambda) J_T + lambda J_V`` on
-  every batch (the same expected gradient of the shared encoder); ``mtl: sample`` is the
-  code's scheme.
-* Eq. 7 follows the printed equation with ``d`` a similarity (contrastive images of each
-  sentence, summed, averaged over the batch). The authors' code adds the contrastive
-  sentences of each image and has the hinge's sign reversed (it computes eq. 7 with the
-  cosine *distance*, which pushes paired sentence and image apart); not reproduced.
+  ``z_w: 0.01``) adds J_V at full weight on a random ``z_w / (1 - z_w)`` share of the batches,
+  i.e. lambda weights J_V. ``mtl: interpolate`` (default) uses ``(1 - lambda) J_T + lambda J_V``
+  on every batch: in expectation the code's objective times ``1 - lambda`` (0.99),
+  *provided J_V is on the code's scale*: see the next point. ``mtl: sample`` is the code's scheme.
+* The scale of J_V: eq. 7 sums over the contrastive images; the code takes the mean of the
+  ``B x B`` hinge matrix (zero diagonal), i.e. the sum divided by ``B^2``, and adds the
+  contrastive sentences of each image. A per-sentence sum (our reading before) weighs the image
+  task ``B / 2`` = 32 times the code's at B = 64 (``tests/models/test_emb_pred.py`` checks the
+  ratio). ``jv_reduction: matrix_mean`` (default) is the code's scale; ``jv_contrastive:
+  images`` keeps eq. 7's terms (half the code's sum when the two directions cost alike), ``both``
+  adds the code's second direction.
+* Eq. 7 follows the printed equation with ``d`` a similarity. The authors' code has the hinge's
+  sign reversed (it computes eq. 7 with the cosine *distance*, which pushes paired sentence and
+  image apart); not reproduced.
 * The pretrained tables (:mod:`mmt_repro.text.word_vectors`) have unit rows; ``<pad>`` and
   ``<bos>`` are zero rows. The decoder's output table is its input embedding table (tied, as
   the code's ``dec_out_init_type: tied``); scores read it without gradient (the code's
@@ -86,6 +95,9 @@ from .layers import MLPAttention, linear_cross_entropy, masked_mean
 from .registry import register
 
 INITS = ("random", "pretrained")
+NEGATIVES = ("vocab", "nearest_other", "intruder")
+JV_REDUCTIONS = ("matrix_mean", "sum")
+JV_CONTRASTIVE = ("images", "both")
 
 
 @dataclass
@@ -116,12 +128,20 @@ class ImagConfig(NMTConfig):
     lambda_v: float = 0.01  # weight of the image task J_V in eq. 1 ("lambda = 0.01"; side: authors' code)
     alpha: float = 0.1  # margin of eq. 7 ("alpha = 0.1")
     mtl: str = "interpolate"  # interpolate: (1-l) J_T + l J_V per batch | sample: the code's J_V on l/(1-l) of batches
+    jv_reduction: str = "matrix_mean"  # matrix_mean: eq. 7's hinge terms summed and divided by B^2 (the code's
+                                       # loss.mean() over the B x B matrix) | sum: eq. 7 per sentence, batch mean
+    jv_contrastive: str = "images"  # images: eq. 7's contrastive images of each sentence | both: + the contrastive
+                                    # sentences of each image (the code's loss_s + loss_i)
     shuffle_images: bool = False  # control: each training sentence gets another sentence's image of its batch
 
     def __post_init__(self):
         super().__post_init__()
         if self.mtl not in ("interpolate", "sample"):
             raise ValueError(f"mtl={self.mtl!r}; valid: interpolate, sample")
+        if self.jv_reduction not in JV_REDUCTIONS:
+            raise ValueError(f"jv_reduction={self.jv_reduction!r}; valid: {', '.join(JV_REDUCTIONS)}")
+        if self.jv_contrastive not in JV_CONTRASTIVE:
+            raise ValueError(f"jv_contrastive={self.jv_contrastive!r}; valid: {', '.join(JV_CONTRASTIVE)}")
         if not 0.0 <= self.lambda_v < 1.0:
             raise ValueError(f"lambda_v must be in [0, 1), got {self.lambda_v}")
 
@@ -131,12 +151,14 @@ class EmbOutConfig(NMTConfig):
     """Embedding-prediction output (Kumar & Tsvetkov 2019; sec. 2.1, eqs. 2-5)."""
 
     margin: float = 0.5  # gamma of eq. 4 ("gamma = 0.5")
-    negative: str = "vocab"  # vocab: eq. 5's argmax over V, gold included (paper, code) | others: gold excluded
+    negative: str = "vocab"  # vocab: eq. 5's argmax over V, gold included (as printed; the code) |
+                             # nearest_other: the nearest word other than the gold | intruder: Lazaridou et
+                             # al.'s, "close to the predicted embedding and far from the gold embedding"
 
     def __post_init__(self):
         super().__post_init__()
-        if self.negative not in ("vocab", "others"):
-            raise ValueError(f"negative={self.negative!r}; valid: vocab, others")
+        if self.negative not in NEGATIVES:
+            raise ValueError(f"negative={self.negative!r}; valid: {', '.join(NEGATIVES)}")
 
 
 @dataclass
@@ -148,40 +170,62 @@ class OursConfig(ImagConfig, EmbOutConfig):
 
 
 def hardest_negative_margin(pred: torch.Tensor, table: torch.Tensor, gold: torch.Tensor, margin: float,
-                            exclude_gold: bool = False, chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eqs. 4-5 per row: ``max(0, gamma + cos(p, e(w-)) - cos(p, e(y)))`` with
-    ``w- = argmax_w cos(p, e(w)) - cos(p, e(y))``, i.e. the row of ``table`` nearest to ``p``
-    (``exclude_gold``: among the rows other than ``y``).
+                            negative: str = "vocab", chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 4 per row, ``max(0, gamma + cos(p, e(w-)) - cos(p, e(y)))``, with the negative ``w-``:
+
+    * ``vocab`` (eq. 5 as printed): ``argmax_w cos(p, e(w)) - cos(p, e(y))`` over all of V, i.e.
+      the row of ``table`` nearest to ``p`` (the gold word included: then the hinge is gamma);
+    * ``nearest_other``: the nearest row other than ``y``;
+    * ``intruder`` (Lazaridou et al. 2015, as the paper's text describes ``w-``: "close to the
+      predicted embedding and far from the gold embedding"):
+      ``argmax_{w != y} cos(p, e(w)) - cos(e(w), e(y))``.
 
     ``pred (N, dim)`` (unit-normalised here), ``table (V, dim)`` (read without gradient,
     rows normalised; zero rows score 0), ``gold (N,)``. Returns the loss per row ``(N,)`` and
     the negative ids ``(N,)``. The argmax is found under ``no_grad`` in chunks of rows, so no
     ``N x V`` tensor is kept for the backward pass: the gradient of the max flows to its
     argmax only, which is what the two gathered rows give."""
+    if negative not in NEGATIVES:
+        raise ValueError(f"negative={negative!r}; valid: {', '.join(NEGATIVES)}")
     p = F.normalize(pred, dim=-1)
     t = F.normalize(table.detach(), dim=-1)
     with torch.no_grad():
         neg = torch.empty_like(gold)
         for a in range(0, p.size(0), chunk):
+            g = gold[a : a + chunk]
             sims = p[a : a + chunk] @ t.t()
-            if exclude_gold:
-                sims.scatter_(1, gold[a : a + chunk, None], float("-inf"))
+            if negative == "intruder":
+                sims = sims - t[g] @ t.t()
+            if negative != "vocab":
+                sims.scatter_(1, g[:, None], float("-inf"))
             neg[a : a + chunk] = sims.argmax(1)
     pos_sim = (p * t[gold]).sum(-1)
     neg_sim = (p * t[neg]).sum(-1)
     return torch.clamp_min(margin + neg_sim - pos_sim, 0.0), neg
 
 
-def imagination_loss(v_hat: torch.Tensor, v: torch.Tensor, alpha: float) -> torch.Tensor:
-    """Eq. 7 with ``d`` the cosine similarity: for each sentence ``k``,
-    ``sum_{a != k} max(0, alpha + cos(v_hat_k, v_a) - cos(v_hat_k, v_k))`` over the other
-    images of the batch, averaged over the batch. ``v_hat, v (batch, img_dim)``; a batch of one
-    has no contrastive image (loss 0)."""
-    sims = F.normalize(v_hat, dim=-1) @ F.normalize(v, dim=-1).t()  # (batch, batch)
-    pos = sims.diagonal().unsqueeze(1)
-    cost = torch.clamp_min(alpha + sims - pos, 0.0)
-    cost = cost.masked_fill(torch.eye(sims.size(0), dtype=torch.bool, device=sims.device), 0.0)
-    return cost.sum(1).mean()
+def imagination_loss(v_hat: torch.Tensor, v: torch.Tensor, alpha: float, reduction: str = "matrix_mean",
+                     contrastive: str = "images") -> torch.Tensor:
+    """Eq. 7 with ``d`` the cosine similarity. The hinge of sentence ``k`` and contrastive image
+    ``a != k``: ``max(0, alpha + cos(v_hat_k, v_a) - cos(v_hat_k, v_k))``; with ``contrastive:
+    both`` also that of image ``k`` and contrastive sentence ``a``:
+    ``max(0, alpha + cos(v_hat_a, v_k) - cos(v_hat_k, v_k))`` (the authors' code adds both).
+
+    ``reduction``: ``matrix_mean`` divides the sum of all hinge terms by ``B^2`` (the authors'
+    ``loss.mean()`` over the ``B x B`` matrix with a zero diagonal: the scale their lambda
+    weights); ``sum`` sums eq. 7 over each sentence's contrastive images and averages over the
+    batch (``B`` times larger at ``contrastive: images``). ``v_hat, v (batch, img_dim)``; a batch
+    of one has no contrastive pair (loss 0)."""
+    if reduction not in JV_REDUCTIONS or contrastive not in JV_CONTRASTIVE:
+        raise ValueError(f"reduction={reduction!r}, contrastive={contrastive!r}; valid: {JV_REDUCTIONS}, {JV_CONTRASTIVE}")
+    sims = F.normalize(v_hat, dim=-1) @ F.normalize(v, dim=-1).t()  # (batch, batch): [sentence k, image a]
+    diag = sims.diagonal()
+    eye = torch.eye(sims.size(0), dtype=torch.bool, device=sims.device)
+    cost = torch.clamp_min(alpha + sims - diag.unsqueeze(1), 0.0).masked_fill(eye, 0.0)
+    if contrastive == "both":
+        cost = cost + torch.clamp_min(alpha + sims - diag.unsqueeze(0), 0.0).masked_fill(eye, 0.0)
+    b = sims.size(0)
+    return cost.sum() / (b * b) if reduction == "matrix_mean" else cost.sum() / b
 
 
 def batch_derangement(n: int, device=None) -> torch.Tensor:
@@ -316,8 +360,7 @@ class _EmbPredBase(MMTModel):
             return linear_cross_entropy(hidden, self.out2prob.weight, self.out2prob.bias, gold, ignore_index=pad), {}
         keep = gold != pad
         pred = F.dropout(F.normalize(flat[keep], dim=-1), c.dropout_out, self.training)
-        loss, neg = hardest_negative_margin(pred, self.target_table(), gold[keep], c.margin,
-                                            exclude_gold=c.negative == "others")
+        loss, neg = hardest_negative_margin(pred, self.target_table(), gold[keep], c.margin, negative=c.negative)
         return loss.sum(), {"nearest_is_gold": (neg == gold[keep]).float().mean().detach()}
 
     def forward(self, batch: dict) -> dict:
@@ -349,7 +392,7 @@ class _EmbPredBase(MMTModel):
         v = masked_mean(img, batch["img_mask"]) if batch.get("img_mask") is not None else img.mean(1)
         if c.shuffle_images:
             v = v[batch_derangement(v.size(0), v.device)]
-        j_v = imagination_loss(self.predict_image(enc), v, c.alpha)
+        j_v = imagination_loss(self.predict_image(enc), v, c.alpha, c.jv_reduction, c.jv_contrastive)
         loss = j_t + j_v if c.mtl == "sample" else (1.0 - lam) * j_t + lam * j_v
         return {"loss": loss, **result, "latent": j_v.detach()}
 

@@ -139,6 +139,7 @@ class TableJob(Job):
     not_comparable: dict
     inputs: dict  # scores (list), published, significance
     out: str
+    differences: dict = dataclasses.field(default_factory=dict)  # system -> how it differs from the paper's setting
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,8 @@ class RunPlan:
         settings = self.system_settings(wildcards.paper, wildcards.system)
         if settings.reverse_of:
             return settings.reverse_of, reversed_pair(wildcards.pair), "backward"
+        if settings.decode_of:
+            return settings.decode_of, wildcards.pair, "forward"
         return wildcards.system, wildcards.pair, "forward"
 
     def checkpoint_of(self, paper, system, dataset, pair, seed) -> str:
@@ -52,6 +54,8 @@ class RunPlan:
         settings = self.system_settings(paper, system)
         if settings.reverse_of:
             system, pair = settings.reverse_of, reversed_pair(pair)
+        elif settings.decode_of:
+            system = settings.decode_of
         m_ds, m_pair = self.model_location(paper, system, dataset, pair)
         return f"{path('model', paper=paper, system=system, dataset=m_ds, pair=m_pair, seed=seed)}.best.pt"
 
@@ -85,6 +89,9 @@ class RunPlan:
                 f"{paper}.{system} is the backward direction of {settings.reverse_of} "
                 f"(reverse_of): it has no training of its own; train {settings.reverse_of} on {tgt}-{src}"
             )
+        if settings.decode_of:
+            raise ValueError(f"{paper}.{system} decodes {settings.decode_of}'s checkpoint (decode_of): it has no "
+                             f"training of its own; train {settings.decode_of}")
         corpus = settings.corpus
         if corpus == "train":
             train_src, train_tgt = (self.model_text(paper, ds, pair, train, src),

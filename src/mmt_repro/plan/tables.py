@@ -51,6 +51,15 @@ class TablePlan:
     def all_tables(self) -> list:
         return [path("table", paper=p, table=t) for p, t, _ in self.enabled]
 
+    def default_targets(self) -> list:
+        """What ``rule all`` builds: the config's ``targets`` when it names some (an overlay config
+        such as config/cpu_multi30k.yaml plans only its own tables), else every table, figure,
+        statistic and report of the enabled tables."""
+        if self.config.get("targets"):
+            return list(self.config["targets"])
+        return ["results/tables/all.tsv", path("stats"), *self.vocab_report_targets(), *self.recipe_targets(),
+                *self.all_figures()]
+
     def all_figures(self) -> list:
         """A scores figure per table, the attention figure of tables with a `figure` block, the
         table's own plot, and the learning curves of tables of kind curves."""
@@ -134,10 +143,19 @@ class TablePlan:
     # ------------------------------------------------------------------ the table job
     def table_not_comparable(self, paper, table) -> dict:
         """system -> why its rows get no delta: a table marked `comparable: false` (its runs differ
-        from the paper's set-up; the table's note says how), or vectors trained here."""
+        from the paper's set-up; the table's note says how)."""
         t = self.table(paper, table)
         if t.get("comparable", True) is False:
             return {system: "no delta: not the paper's set-up" for system in t["systems"]}
+        return {}
+
+    def table_differences(self, paper, table) -> dict:
+        """system -> a declared difference from the paper's setting in a comparable table (word
+        vectors trained here): its rows get a delta and a verdict that says so, never
+        "reproduced"."""
+        t = self.table(paper, table)
+        if t.get("comparable", True) is False:
+            return {}
         return self.word_vector_reason(paper, t["systems"])
 
     def table_job(self, wildcards) -> TableJob:
@@ -149,7 +167,8 @@ class TablePlan:
             inputs["significance"] = path("significance", paper=paper, table=table)
         return TableJob(paper=paper, table=table, note=t.get("note", ""), unavailable=dict(t.get("unavailable", {})),
                         not_comparable=self.table_not_comparable(paper, table), inputs=inputs,
-                        out=path("table", paper=paper, table=table))
+                        out=path("table", paper=paper, table=table),
+                        differences=self.table_differences(paper, table))
 
     def table_inputs(self, wildcards) -> dict:
         return self.table_job(wildcards).files()

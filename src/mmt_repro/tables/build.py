@@ -24,6 +24,13 @@ Table columns, in order (:data:`COLUMNS`):
     the paper's own significance marks on that value, as printed (e.g. ``†‡``; their meaning
     is in the published row's ``source``), from the optional ``marks`` column of
     ``published_results.tsv``.
+``tolerance, verdict``
+    written by :func:`verdict` for every row with a delta: ``reproduced`` when ``|delta|`` is
+    within two of the paper's standard deviations (the published row's ``spread``; ±0.5 where
+    the paper gives none), ``missed`` when it is not, ``borderline`` when it is only under the
+    looser reading of a spread the paper calls a variance; ``within (differs)`` / ``outside
+    (differs)`` when the run differs from the paper's setting in a declared way (``differences``:
+    e.g. word vectors trained here), which is never "reproduced". ``tolerance`` is the bound used.
 ``p_value``
     from the ``significance`` argument of :func:`make_table`, if given.
 ``signature``
@@ -62,6 +69,8 @@ COLUMNS = [
     "paper_value",
     "paper_marks",
     "delta",
+    "tolerance",
+    "verdict",
     "n_seeds",
     "p_value",
     "signature",
@@ -69,13 +78,17 @@ COLUMNS = [
     "note",
 ]
 KEY_COLUMNS = ["paper", "table", "system", "pair", "test_set", "condition", "metric"]
-TEXT_COLUMNS = KEY_COLUMNS + ["paper_marks", "signature", "runs", "note"]
-FLOAT_COLUMNS = ["ours", "ours_std", "paper_value", "delta", "p_value"]
+TEXT_COLUMNS = KEY_COLUMNS + ["paper_marks", "verdict", "signature", "runs", "note"]
+FLOAT_COLUMNS = ["ours", "ours_std", "paper_value", "delta", "tolerance", "p_value"]
 PUBLISHED_COLUMNS = ["paper", "table", "system", "pair", "test_set", "metric", "value", "source"]
-# optional: ``marks``, the paper's significance marks on the value as printed (empty: none), and
-# ``condition`` (empty: congruent), the test condition the value was measured in
+# optional: ``marks``, the paper's significance marks on the value as printed (empty: none),
+# ``condition`` (empty: congruent), the test condition the value was measured in, ``spread`` (the
+# paper's ± on the value, as printed) and ``spread_kind`` (std | variance: what the paper calls it)
 CONGRUENT = "congruent"
 NOT_RUN = "not run in this configuration"
+#: The verdict's bound where the paper gives no spread (points of the metric).
+TOLERANCE_WITHOUT_SPREAD = 0.5
+SPREAD_KINDS = ("", "std", "variance")
 
 
 # --------------------------------------------------------------------------- published values
@@ -94,6 +107,16 @@ def read_published(path: Path) -> pd.DataFrame:
         df["marks"] = ""
     if "condition" not in df.columns:
         df["condition"] = ""
+    for c in ("spread", "spread_kind"):
+        if c not in df.columns:
+            df[c] = ""
+    bad = sorted(set(df["spread_kind"]) - set(SPREAD_KINDS))
+    if bad:
+        raise DataError(path, f"spread_kind {bad[0]!r} is not one of std, variance", "write std or variance (or leave it empty)")
+    try:
+        df["spread"] = pd.to_numeric(df["spread"].replace("", None), errors="raise")
+    except (ValueError, TypeError) as err:
+        raise DataError(path, f"non-numeric spread ({err})", "write the paper's ± as a plain number, e.g. 0.37") from err
     df["condition"] = df["condition"].fillna("").replace("", CONGRUENT)
     try:
         df["value"] = df["value"].astype(float)
@@ -203,6 +226,40 @@ def not_the_papers_tool(signature: str) -> str:
     return ""
 
 
+def verdict(delta: float | None, spread: float | None = None, spread_kind: str = "",
+            differs: str = "") -> tuple[float | None, str, str]:
+    """``(tolerance, verdict, why)`` of one row with ``delta = ours - paper``.
+
+    The bound is two of the paper's standard deviations, ±0.5 points where it gives no spread.
+    A spread the paper calls a *variance* (Hirasawa et al.: "the mean and variance") is read
+    both ways, as a variance (sd = sqrt) and as the sd it may well be: ``reproduced`` needs the
+    tighter bound, ``borderline`` is within the looser one only. ``differs``: why the run is not
+    the paper's setting (then ``within (differs)`` / ``outside (differs)``, never
+    ``reproduced``). ``why`` (for the row's note) explains a borderline or differing verdict;
+    ``tolerance`` says the rest. No delta, no verdict."""
+    if delta is None or (isinstance(delta, float) and math.isnan(delta)):
+        return None, "", ""
+    if spread is None or (isinstance(spread, float) and math.isnan(spread)):
+        tight = loose = TOLERANCE_WITHOUT_SPREAD
+        basis = f"±{TOLERANCE_WITHOUT_SPREAD} (the paper gives no spread)"
+    elif spread_kind == "variance":
+        tight, loose = sorted((2 * float(spread), 2 * math.sqrt(float(spread))))
+        basis = (f"2 sd, the paper's ±{_fmt_published(float(spread))} read as a variance ({2 * math.sqrt(spread):.2f}) "
+                 f"and as an sd ({2 * spread:.2f})")
+    else:
+        tight = loose = 2 * float(spread)
+        basis = f"2 sd (the paper's ±{_fmt_published(float(spread))})"
+    size = abs(delta)
+    if differs:
+        word = "within (differs)" if size <= loose + 1e-9 else "outside (differs)"
+        return _round2(loose), word, f"verdict: |delta| {size:.2f} vs {basis}, not the paper's setting"
+    if size <= tight + 1e-9:
+        return _round2(tight), "reproduced", ""
+    if size <= loose + 1e-9:
+        return _round2(tight), "borderline", f"verdict: |delta| {size:.2f} within {basis} only as a variance"
+    return _round2(tight), "missed", ""
+
+
 def make_table(
     score_jsons: list[Path],
     paper: str,
@@ -213,8 +270,12 @@ def make_table(
     significance: dict | None = None,
     note: str = "",
     not_comparable: dict[str, str] | None = None,
+    differences: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """Average score JSONs over seeds, join the published values, write ``out_tsv``.
+
+    ``differences``: system -> how its runs differ from the paper's setting in a declared way
+    (e.g. word vectors trained here): its rows get a delta, and a verdict that says so.
 
     ``note``: a caveat of this run (e.g. a scaled-down model) put on every row we produced.
     ``not_comparable``: system -> reason its runs differ from the paper's set-up (e.g. word
@@ -255,6 +316,8 @@ def make_table(
         # Degenerate output (empty or cut-off hypotheses) is said on the row, seed by seed.
         warnings = [f"seed {s}: {w}" for s, w in zip(grp["seed"], grp["degenerate"]) if w]
         reason = (not_comparable or {}).get(key[0], "")
+        comparable = not reason
+        reason = reason or (differences or {}).get(key[0], "")
         rows[key] = {
             "ours": _round2(mean),
             "ours_std": None if std is None else _round2(std),
@@ -262,7 +325,7 @@ def make_table(
             "signature": sigs[0],
             "runs": " ".join(sorted({r for r in grp["run"] if r})),
             "note": "; ".join([x for x in (note, reason, *warnings) if x]),
-            "comparable": not reason,
+            "comparable": comparable,
         }
 
     for item in unavailable or []:
@@ -285,10 +348,12 @@ def make_table(
     pub = pub[(pub["paper"] == paper) & (pub["table"] == table)]
     paper_values: dict[tuple, float] = {}
     paper_marks: dict[tuple, str] = {}
+    spreads: dict[tuple, tuple] = {}
     for r in pub.itertuples(index=False):
         key = (r.system, r.pair, r.test_set, r.condition, r.metric)
         paper_values[key] = float(r.value)
         paper_marks[key] = r.marks
+        spreads[key] = (None if pd.isna(r.spread) else float(r.spread), r.spread_kind)
         if key not in rows:
             rows[key] = {"ours": None, "ours_std": None, "n_seeds": 0, "signature": "", "runs": "", "note": NOT_RUN}
 
@@ -306,6 +371,9 @@ def make_table(
         if delta is not None and other_tool:
             delta = None
             r["note"] = "; ".join(x for x in (r["note"], f"no delta: {other_tool}") if x)
+        tolerance, word, why = verdict(delta, *spreads.get(key, (None, "")), differs=(differences or {}).get(key[0], ""))
+        if why:
+            r["note"] = "; ".join(x for x in (r["note"], why) if x)
         out.append(
             {
                 "paper": paper,
@@ -316,6 +384,8 @@ def make_table(
                 "paper_value": pv,
                 "paper_marks": paper_marks.get(key, ""),
                 "delta": delta,
+                "tolerance": tolerance,
+                "verdict": word,
                 "n_seeds": r["n_seeds"],
                 "p_value": pvals.get(key),
                 "signature": r["signature"],
@@ -358,7 +428,7 @@ def _fmt_published(value: float) -> str:
 def _as_text(df: pd.DataFrame) -> pd.DataFrame:
     text = pd.DataFrame(index=df.index)
     for c in COLUMNS:
-        if c in ("ours", "ours_std", "delta"):
+        if c in ("ours", "ours_std", "delta", "tolerance"):
             text[c] = [_fmt(v, "2f") for v in df[c]]
         elif c == "paper_value":
             text[c] = [_fmt(v, "g") for v in df[c]]
@@ -416,7 +486,7 @@ def format_table(df: pd.DataFrame) -> str:
     if len(df) == 0:
         return "(no results)"
     df = _normalise(df)
-    header = ["system", "condition", "metric", "ours", "paper", "delta", "n", "p", "note"]
+    header = ["system", "condition", "metric", "ours", "paper", "delta", "verdict", "n", "p", "note"]
     right = {"ours", "paper", "delta", "n", "p"}
     blocks = []
     for (paper, table, pair, test_set), grp in df.groupby(["paper", "table", "pair", "test_set"], sort=True):
@@ -433,6 +503,7 @@ def format_table(df: pd.DataFrame) -> str:
                     ours,
                     "-" if math.isnan(r.paper_value) else _fmt_published(r.paper_value) + r.paper_marks,
                     "" if math.isnan(r.delta) else f"{r.delta:+.2f}",
+                    r.verdict,
                     str(r.n_seeds),
                     "" if math.isnan(r.p_value) else f"{r.p_value:.3g}",
                     r.note,
@@ -459,6 +530,7 @@ def make_table_from_files(
     unavailable_systems: dict[str, str] | None = None,
     note: str = "",
     not_comparable: dict[str, str] | None = None,
+    differences: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """:func:`make_table` with the p-values read from the significance rule's JSON, and
     ``unavailable_systems`` (system -> reason) expanded to every published row of those systems;
@@ -482,5 +554,5 @@ def make_table_from_files(
             )
     return make_table(
         score_jsons, paper, table, published, out_tsv, unavailable=unavailable or None, significance=significance, note=note,
-        not_comparable=not_comparable,
+        not_comparable=not_comparable, differences=differences,
     )

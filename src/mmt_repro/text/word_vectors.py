@@ -18,6 +18,10 @@ What the paper leaves open follows the authors' code (``toshohirasawa/nmtpytorch
   ``</s>`` vector), ``<unk>`` and the words are centred and stripped of their top principal
   components together; ``<pad>`` and ``<bos>`` are zero rows;
 * every row is then scaled to unit length (the decoder compares by cosine);
+* a vocabulary word is looked up as written, then in its Moses-unescaped form: the Multi30k
+  text is tokenised by Moses, which writes ``'`` as ``&apos;`` (``&apos;s``, ``l&apos;``),
+  ``"`` as ``&quot;`` and so on, while the fastText vectors were trained on raw text (the
+  report counts the words found that way);
 * a vocabulary word without a pretrained vector gets the ``<unk>`` vector (the authors read the
   ``.bin`` model, whose sub-word n-grams give every word a vector; the published ``.vec`` files
   we read have none for such words, and the report counts them).
@@ -126,6 +130,16 @@ def _read_bin(path: Path, words) -> dict:
 # --------------------------------------------------------------------------- preprocessing
 
 
+def moses_unescape(token: str) -> str:
+    """A Moses-tokenised token as raw text (``&apos;s`` -> ``'s``, ``&quot;`` -> ``"``,
+    ``&amp;`` -> ``&``; sacremoses' own table); other tokens are returned unchanged."""
+    if "&" not in token:
+        return token
+    from sacremoses import MosesDetokenizer
+
+    return MosesDetokenizer().unescape_xml(token)
+
+
 def debias(matrix: np.ndarray, n_components: int = 5, center: bool = True) -> tuple[np.ndarray, dict]:
     """Mu & Viswanath (2018), all-but-the-top: subtract the mean row, then each row's
     projection on the top ``n_components`` principal directions of the centred rows.
@@ -169,12 +183,16 @@ def build_embedding_table(
     voc = Vocab.load(vocab)
     tokens = [None] * len(Vocab.SPECIALS) + voc.tokens[len(Vocab.SPECIALS):]
     words = {t for t in tokens if t is not None}
-    read = read_vectors(vectors, frozenset(words | {FASTTEXT_EOS}))
+    raw = {t: moses_unescape(t) for t in words}
+    read = read_vectors(vectors, frozenset(words | set(raw.values()) | {FASTTEXT_EOS}))
     if dim is not None and read["dim"] != dim:
         raise DataError(vectors, f"vectors have {read['dim']} dimensions, the model's emb_dim is {dim}",
                         "use vectors of the model's size (word_vectors.dim) or set emb_dim to match")
     d = read["dim"]
-    found = read["vectors"]
+    found = dict(read["vectors"])
+    unescaped = sorted(t for t in words if t not in found and raw[t] in read["vectors"])
+    for t in unescaped:
+        found[t] = read["vectors"][raw[t]]
     if read["other_mean"] is not None:
         unk, unk_from = read["other_mean"], f"mean of {read['n_other']} pretrained vectors outside the vocabulary"
     else:
@@ -211,6 +229,8 @@ def build_embedding_table(
         "vocab_words": len(words),
         "vocab_words_found": len(words) - len(missing),
         "vocab_words_missing": len(missing),
+        "vocab_words_found_unescaped": len(unescaped),
+        "unescaped_examples": unescaped[:50],
         "missing_examples": missing[:50],
         "unk": unk_from,
         "eos": eos_from,
