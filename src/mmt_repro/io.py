@@ -30,6 +30,26 @@ class DataError(RuntimeError):
         super().__init__(msg)
 
 
+class UnknownNameError(DataError, ValueError):
+    """A name (paper, table, system, dataset, feature set, ...) that the configuration does not
+    define; a :class:`DataError` (the user-error type) and, for older callers, a ``ValueError``."""
+
+
+def unknown_name(kind: str, name: str, valid, where: str | None = None, fix: str = "") -> UnknownNameError:
+    """The error for an unknown ``name`` of a ``kind`` (e.g. ``table``): one paragraph naming it,
+    the closest valid names (``difflib``) and every valid one. ``where``: what defines the valid
+    names (e.g. ``paper doubly_attentive (papers.doubly_attentive.tables of the config)``)."""
+    import difflib
+
+    valid = sorted({str(v) for v in valid})
+    close = difflib.get_close_matches(str(name), valid, n=3, cutoff=0.6)
+    problem = f"unknown {kind} {name!r}" + (f" in {where}" if where else "") + "."
+    if close:
+        problem += " Did you mean " + " or ".join(repr(c) for c in close) + "?"
+    problem += f" Valid: {', '.join(valid)}." if valid else " None is configured."
+    return UnknownNameError(None, problem, fix)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` only on success.

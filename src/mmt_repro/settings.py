@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, deep_update, load_yaml, make_dataclass_config
+from .io import unknown_name
 from .text.recipes import Recipe
 
 VISUAL_KINDS = ("none", "grid", "regions", "video")
@@ -247,6 +248,10 @@ class SystemSettings:
     # that system's checkpoint of the reversed pair (model trained on en-de -> this system on de-en)
     # with direction "backward" (the model must list it in its `directions`).
     reverse_of: str | None = None
+    # Another decoding of a system's own checkpoint (same pair, forward) with this system's
+    # `decode` settings, e.g. the softmax baselines of Hirasawa et al. with beam 6 beside greedy;
+    # trains nothing of its own.
+    decode_of: str | None = None
     # {dataset, pair}: the one training run whose model every table of this system decodes with
     # (multi-task and zero-shot systems); None: a model per table dataset and pair
     train_on: dict | None = None
@@ -337,7 +342,7 @@ class PaperSettings:
 
     def system(self, name: str) -> SystemSettings:
         if name not in self.systems:
-            raise ConfigError(f"unknown system {name!r} of {self.paper} ({self.path}); valid: {', '.join(self.systems)}")
+            raise unknown_name("system", name, self.systems, f"paper {self.paper} (systems in {self.path})")
         return self.systems[name]
 
     def decode_for(self, system: str) -> DecodeSettings:
@@ -360,6 +365,8 @@ class PaperSettings:
                 todo.append(system.init_from)
             if system.reverse_of:  # decodes that system's checkpoint backward
                 todo.append(system.reverse_of)
+            if system.decode_of:  # decodes that system's checkpoint with other decoding settings
+                todo.append(system.decode_of)
             if system.corpus == "backtranslated" and self.backtranslation is not None:
                 todo.append(self.backtranslation.reverse_system)
         return seen
@@ -490,25 +497,31 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
 
 
 def _reverse_block(name: str, block: dict, blocks: dict, where: str) -> dict:
-    """A ``reverse_of`` system takes model, visual input and model config from its forward
-    system (it decodes that system's checkpoint); it trains nothing of its own."""
+    """A ``reverse_of`` system (the backward direction of another system's checkpoint) or a
+    ``decode_of`` system (another decoding of it) takes model, visual input and model config
+    from that system; it trains nothing of its own."""
     block = dict(block or {})
-    target = block.get("reverse_of")
-    if target is None:
+    keys = [k for k in ("reverse_of", "decode_of") if block.get(k) is not None]
+    if not keys:
         return block
+    if len(keys) > 1:
+        raise ConfigError(f"{where}: give reverse_of or decode_of, not both")
+    key = keys[0]
+    target = block[key]
     if target not in blocks:
-        raise ConfigError(f"{where}: reverse_of names unknown system {target!r}; systems: {', '.join(blocks)}")
-    if (blocks[target] or {}).get("reverse_of"):
-        raise ConfigError(f"{where}: reverse_of {target!r}, which is itself a reverse system; name the forward one")
+        raise ConfigError(f"{where}: {key} names unknown system {target!r}; systems: {', '.join(blocks)}")
+    if (blocks[target] or {}).get("reverse_of") or (blocks[target] or {}).get("decode_of"):
+        raise ConfigError(f"{where}: {key} {target!r}, which decodes another system itself; name the one that trains")
     own = sorted(set(block) & {"model", "visual", "model_config", "train", "corpus", "init_from", "resources",
                               "extras", "by_pair"})
     if own:
-        raise ConfigError(f"{where}: a reverse_of system decodes {target!r}'s checkpoint and trains nothing; "
+        raise ConfigError(f"{where}: a {key} system decodes {target!r}'s checkpoint and trains nothing; "
                           f"drop {own}")
     src = blocks[target] or {}
-    for key in ("model", "visual", "model_config"):
-        if key in src:
-            block[key] = src[key]
+    copied = ("model", "visual", "model_config") + (("feature_options",) if key == "decode_of" else ())
+    for k in copied:
+        if k in src:
+            block[k] = src[k]
     return block
 
 

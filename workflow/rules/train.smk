@@ -18,9 +18,12 @@ rule train_model:
         "../../envs/torch.yaml"
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("train")
+    # host memory >= the feature stores it maps + the model + a margin; runtime >= the estimate
+    # from the calibration (`python -m mmt_repro plan`), capped at max_runtime_min: a longer run
+    # resumes from .last.pt on the profile's retries (mmt_repro.plan.cost)
     resources:
-        mem_mb=16000,
-        runtime=2880,
+        mem_mb=PLAN.train_mem_mb,
+        runtime=PLAN.train_runtime,
         gpu=PLAN.gpu_count,
     params:
         job=PLAN.train_params,

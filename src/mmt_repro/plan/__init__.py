@@ -6,11 +6,13 @@ tests call it directly (tests/unit/test_plan.py).
     plan = Plan(config, repo)                 # validates; ConfigError/DataError on bad input
     job = plan.train_job(wildcards)           # a frozen job object (mmt_repro.plan.jobs)
     job.files(), job.to_dict()                # the rule's inputs and its one `job` param
+    plan.check_targets(targets)               # requested paths' names; UnknownNameError on a typo
 """
 
 from __future__ import annotations
 
 from .base import PlanBase, is_captioning, pattern
+from .cost import CostPlan
 from .data import DataPlan
 from .jobs import (
     AlignJob,
@@ -30,12 +32,13 @@ from .papers import AlignmentPlan, BacktranslationPlan, MultitaskPlan, WordVecto
 from .paths import PATHS, WILDCARDS, path, reversed_pair
 from .runs import RunPlan
 from .tables import TablePlan
+from .targets import TargetPlan
 from .text import TextPlan
 from .version import code_version
 
 
-class Plan(RunPlan, TablePlan, TextPlan, DataPlan, MultitaskPlan, AlignmentPlan, WordVectorPlan,
-           BacktranslationPlan, PlanBase):
+class Plan(RunPlan, TablePlan, TargetPlan, TextPlan, DataPlan, MultitaskPlan, AlignmentPlan, WordVectorPlan,
+           BacktranslationPlan, CostPlan, PlanBase):
     """The whole plan of one configuration (see the module docstring)."""
 
     def code_version(self, *entries: str) -> str:

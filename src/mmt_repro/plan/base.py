@@ -11,6 +11,7 @@ from pathlib import Path
 from ..config import validate_config
 from ..data.layout import dataset_layout
 from ..data.manifest import load_manifest
+from ..io import unknown_name
 from ..settings import IMAGE_SOURCE, load_paper
 from .paths import path
 
@@ -26,6 +27,14 @@ def is_captioning(pair: str) -> bool:
     return pair.split("-")[0] == IMAGE_SOURCE
 
 
+class PaperSettingsByName(dict):
+    """Every paper's settings by name; an unknown paper names the valid ones (a user error,
+    :func:`mmt_repro.io.unknown_name`), not a bare KeyError."""
+
+    def __missing__(self, paper):
+        raise unknown_name("paper", paper, self, "the config (papers)")
+
+
 class PlanBase:
     """Config, settings and manifest, read and checked once (ConfigError/DataError otherwise)."""
 
@@ -35,16 +44,17 @@ class PlanBase:
         validate_config(config, self.repo / "config" / "schema.yaml")
         # Per-paper settings (config/papers/<paper>.yaml + the config's overrides), checked
         # without torch; model configs are checked against their dataclasses at the run's start.
-        self.settings = {
+        self.settings = PaperSettingsByName({
             paper: load_paper(paper, self.repo_path(block["settings"]), block.get("overrides"))
             for paper, block in config["papers"].items()
-        }
+        })
         # config/manifest.yaml plus the extra manifests the config lists (`inputs.manifest_extra`).
         self.manifest = load_manifest(self.repo / "config" / "manifest.yaml", config=config)
         # Splits and languages of the Multi30k and grounded datasets, checked against the config
         # and the manifest (an unknown one stops planning naming the key and the valid values).
         self.layout = dataset_layout(config, self.manifest)
         self.published = str(self.repo / "config" / "published_results.tsv")
+        self.check_table_names()
 
     # ------------------------------------------------------------------ config look-ups
     def repo_path(self, value) -> Path:
@@ -73,7 +83,7 @@ class PlanBase:
 
     def dataset_config(self, dataset: str) -> dict:
         if dataset not in self.config["datasets"]:
-            raise ValueError(f"unknown dataset {dataset!r}; configured: {', '.join(self.config['datasets'])}")
+            raise unknown_name("dataset", dataset, self.config["datasets"], "the config (datasets)")
         return self.config["datasets"][dataset]
 
     def dataset_value(self, key):
@@ -106,11 +116,42 @@ class PlanBase:
             if table.get("enabled", True)
         ]
 
+    def check_table_names(self) -> None:
+        """Every enabled table names a configured dataset, a feature set of that dataset and
+        systems of its paper (an unknown one: :func:`mmt_repro.io.unknown_name`, naming the key),
+        so that a typo stops planning at once instead of surfacing later as another problem."""
+        for paper, name, table in self.enabled:
+            key = f"papers.{paper}.tables.{name}"
+            if table["dataset"] not in self.config["datasets"]:
+                raise unknown_name("dataset", table["dataset"], self.config["datasets"],
+                                   f"{key}.dataset (datasets of the config)")
+            systems = self.settings[paper].systems
+            for system in table.get("systems") or []:
+                if system not in systems:
+                    raise unknown_name("system", system, systems,
+                                       f"{key}.systems (systems in {self.settings[paper].path})")
+            # the feature set is read only by a table's multimodal systems (a text-only table of a
+            # dataset, e.g. config/cpu_vatex.yaml, may keep the full config's name unconfigured)
+            sets = self.config["datasets"][table["dataset"]].get("features") or {}
+            reads = any(systems[s].visual != "none" for s in table.get("systems") or [])
+            if reads and table.get("features") is not None and table["features"] not in sets:
+                raise unknown_name("feature set", table["features"], sets,
+                                   f"{key}.features (datasets.{table['dataset']}.features of the config)")
+
     def enabled_tables(self) -> list:
         return self.enabled
 
+    def paper_config(self, paper: str) -> dict:
+        """The config block of a paper (``papers.<paper>``); an unknown paper names the valid ones."""
+        if paper not in self.config["papers"]:
+            raise unknown_name("paper", paper, self.config["papers"], "the config (papers)")
+        return self.config["papers"][paper]
+
     def table(self, paper: str, table: str) -> dict:
-        return self.config["papers"][paper]["tables"][table]
+        tables = self.paper_config(paper)["tables"]
+        if table not in tables:
+            raise unknown_name("table", table, tables, f"paper {paper} (papers.{paper}.tables of the config)")
+        return tables[table]
 
     def table_config(self, wildcards) -> dict:
         return self.table(wildcards.paper, wildcards.table)
@@ -147,9 +188,7 @@ class PlanBase:
     def feature_set_config(self, dataset: str, feature_set: str) -> dict:
         sets = self.dataset_config(dataset).get("features", {})
         if feature_set not in sets:
-            raise ValueError(
-                f"feature set {feature_set!r} is not configured for {dataset}; configured: {', '.join(sets)}"
-            )
+            raise unknown_name("feature set", feature_set, sets, f"dataset {dataset} (datasets.{dataset}.features)")
         return sets[feature_set]
 
     def feature_files(self, dataset: str, feature_set: str, split: str, options=None) -> dict:
