@@ -38,7 +38,10 @@ even ones), never at the same time. For each toolkit and repeat:
   stats; JoeyNMT: its "Generation took" line), so model loading is left out for both;
 - BLEU for both with our scorer: subwords merged, sacreBLEU with tokenize none against the
   tokenised lowercased reference;
-- peak RSS of every process (``wait4``; the larger of training and decoding is reported).
+- peak RSS of every process (``wait4``; the larger of training and decoding is reported);
+- CPU use of training and of each decoding: CPU seconds (user + system, ``wait4``) / wall
+  seconds / threads, printed beside the rates so that ratios can be compared across machines
+  (a rate that falls at the same CPU use: a slower machine; a use well under 1: threads wait).
 
 It prints min / median / max for both toolkits and the ratio of medians (ours / peer; for RSS,
 lower is better), and writes everything, each run included, to ``results/benchmarks/peer.json``.
@@ -239,7 +242,8 @@ def env_for(threads: int) -> dict:
 def run(cmd: list[str], log: Path, threads: int, stop_after_s: float | None = None,
         stop_signal: int = signal.SIGINT, ok_codes: tuple[int, ...] = (0,)) -> dict:
     """Run ``cmd`` with stdout+stderr to ``log``; optionally stop it with ``stop_signal`` after
-    ``stop_after_s``. Returns wall seconds and peak RSS (MiB) of the process."""
+    ``stop_after_s``. Returns wall seconds, peak RSS (MiB), CPU seconds (user + system) of the
+    process and its CPU use (CPU seconds / wall / threads)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log, "w") as out:
@@ -262,7 +266,13 @@ def run(cmd: list[str], log: Path, threads: int, stop_after_s: float | None = No
     if code not in ok_codes:
         tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-30:])
         raise RuntimeError(f"{' '.join(cmd[:4])} ... failed with exit code {code}; log {log}:\n{tail}")
-    return {"wall_s": round(time.monotonic() - started, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+    wall = time.monotonic() - started
+    cpu = usage.ru_utime + usage.ru_stime
+    # CPU use = CPU seconds / wall seconds / threads: 1.0 keeps every thread busy the whole run.
+    # Comparable across machines of one type: a rate that drops while the use stays says the
+    # machine is slower; a use well under 1 says time goes to waiting or to serial work.
+    return {"wall_s": round(wall, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), "cpu_s": round(cpu, 1),
+            "cpu_use": round(cpu / max(wall, 1e-9) / threads, 3)}
 
 
 def median_rate(values: list[float]) -> float:
@@ -373,7 +383,7 @@ def one_run(name: str, data: Path, out: Path, refs: list[str], args, model: str 
     if "nocache" in result:
         shown += (f"; greedy without cache {result['nocache']['sent_s']} sent/s, "
                   f"{result['nocache']['identical_to_cached']}/{len(refs)} identical")
-    print(f"  {model} {name}: {t['tok_s']:.0f} tok/s, {t['updates']} updates; {shown}; "
+    print(f"  {model} {name}: {t['tok_s']:.0f} tok/s (CPU use {t['cpu_use']:.2f}), {t['updates']} updates; {shown}; "
           f"peak RSS {result['peak_rss_mib']:.0f} MiB", flush=True)
     return result
 
@@ -381,10 +391,12 @@ def one_run(name: str, data: Path, out: Path, refs: list[str], args, model: str 
 def rows_for(beams: list[int], model: str) -> list:
     """label, getter, higher is better (None: neither)."""
     rows = [("training target tok/s", lambda r: r["train"]["tok_s"], True),
+            ("training CPU use", lambda r: r["train"].get("cpu_use", float("nan")), None),
             ("updates in the budget", lambda r: r["train"]["updates"], True)]
     for b in beams:
         name = "greedy" if b == 1 else f"beam-{b}"
         rows.append((f"{name} decoding sent/s", lambda r, b=b: r[f"beam{b}"]["sent_s"], True))
+        rows.append((f"{name} decoding CPU use", lambda r, b=b: r[f"beam{b}"].get("cpu_use", float("nan")), None))
     if 1 in beams and model == "transformer":
         rows.append(("greedy, ours uncached sent/s", lambda r: r.get("nocache", r["beam1"])["sent_s"], True))
     for b in beams:  # decoding speed depends on the output length (an early model runs to its bound)
