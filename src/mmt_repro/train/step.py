@@ -42,7 +42,7 @@ def to_device(batch: dict, device: torch.device) -> dict:
     out = {}
     for k, v in batch.items():
         if isinstance(v, torch.Tensor) and v.device.type == "cpu":
-            v = v.pin_memory().to(device, non_blocking=True)
+            v = (v if v.is_pinned() else v.pin_memory()).to(device, non_blocking=True)
         elif isinstance(v, torch.Tensor):
             v = v.to(device, non_blocking=True)
         out[k] = v

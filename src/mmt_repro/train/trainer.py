@@ -46,6 +46,7 @@ from ..text.recipes import merge_subwords
 from ..models import Vocabs, build_model
 from ..settings import DecodeSettings, TrainConfig, import_model_modules, make_train_config, pair_langs
 from ..text.vocab import Vocab
+from .prefetch import Prefetcher, prefetch_depth
 from .step import StepSums, make_optimizer, train_update
 
 log = logging.getLogger(__name__)
@@ -269,7 +270,7 @@ def _amp(run: _Run) -> bool:
     return bool(run.cfg.amp) and run.device.type == "cuda"
 
 
-def _train_step(run: _Run, group: list[list[int]], sums: StepSums | dict) -> None:
+def _train_step(run: _Run, group: list[list[int]], sums: StepSums | dict, collated: list[dict] | None = None) -> None:
     """One update from the batches in ``group`` (``accumulate`` of them; lists of example ids),
     through :func:`~mmt_repro.train.step.train_update` (no host synchronisation). Adds ``loss``
     and every other scalar of ``forward`` (times n_tokens) to ``sums``: a :class:`StepSums`
@@ -278,9 +279,11 @@ def _train_step(run: _Run, group: list[list[int]], sums: StepSums | dict) -> Non
     With one batch the update minimises the model's ``loss`` as it is. With several, each
     batch's ``loss`` (a per-token mean, the contract) is weighted by its ``n_tokens`` and the
     summed gradient divided by the group's tokens: the per-token mean over the whole group,
-    as if it were one batch (fairseq's ``--update-freq``)."""
+    as if it were one batch (fairseq's ``--update-freq``). ``collated``: the group's batches
+    already collated (by the :class:`~mmt_repro.train.prefetch.Prefetcher`)."""
     acc = sums if isinstance(sums, StepSums) else StepSums()
-    train_update(run.model, run.optimizer, (run.train_data.collate(ids) for ids in group), run.device,
+    batches = collated if collated is not None else (run.train_data.collate(ids) for ids in group)
+    train_update(run.model, run.optimizer, batches, run.device,
                  amp=_amp(run), clip_norm=run.cfg.clip_norm, sums=acc, step=run.progress["step"] + 1,
                  n_batches=len(group))
     if run.scheduler is not None and _steps_per_update(run.cfg):
@@ -304,9 +307,20 @@ def _run_epoch(run: _Run, flag: _SignalFlag, started: float, elapsed_before: flo
     # is saved (a non-finite loss raises there, before anything is written) and at the end.
     sums = StepSums()
     t0, first_bi = time.monotonic(), p["batch_in_epoch"]
-    for start in range(first_bi, len(batches), cfg.accumulate):
-        group = batches[start : start + cfg.accumulate]
-        _train_step(run, group, sums)
+    starts = range(first_bi, len(batches), cfg.accumulate)
+    groups = [batches[start : start + cfg.accumulate] for start in starts]
+    # the next updates' batches are collated (and pinned on a GPU) by a background thread
+    with Prefetcher(run.train_data.collate, groups, prefetch_depth(run.device), pin=run.device.type == "cuda") as pf:
+        return _train_groups(run, flag, started, elapsed_before, batches, zip(starts, groups, pf), sums, t0, first_bi)
+
+
+def _train_groups(run: _Run, flag, started: float, elapsed_before: float, batches: list, todo, sums: StepSums,
+                  t0: float, first_bi: int) -> tuple[dict, float, str | None]:
+    """The update loop of :func:`_run_epoch` over ``todo``: (first batch index, group of id
+    lists, its collated batches)."""
+    cfg, p = run.cfg, run.progress
+    for start, group, collated in todo:
+        _train_step(run, group, sums, collated)
         bi = start + len(group) - 1
         p["step"] += 1
         p["batch_in_epoch"] = bi + 1
