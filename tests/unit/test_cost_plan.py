@@ -98,3 +98,20 @@ def test_slurm_resources_cover_the_stores_and_the_runtime(plan, tmp_path, system
         assert cost["attempts"] * runtime >= cost["estimate_min"]
     else:
         assert runtime >= cost["hours"] * 60
+
+
+def test_training_retries_cover_the_attempts_of_the_longest_job(plan):
+    """A training longer than max_runtime_min resumes from .last.pt on each retry: under the
+    SLURM profile's cap, train_model's retries give every planned job the attempts the cost plan
+    says it needs; on a workstation (no cap) the global --retries stay in force."""
+    from mmt_repro.plan.cost import TRAIN_RETRIES_CAPPED
+
+    assert "retries: PLAN.train_retries()" in (REPO / "workflow" / "rules" / "train.smk").read_text()
+    assert plan.train_retries() is None  # no max_runtime_min: Snakemake's own --retries
+    profile = load_yaml(REPO / "workflow" / "profiles" / "slurm" / "config.yaml")["config"]
+    capped = Plan({**load_yaml(REPO / "config" / "config.yaml"), **profile}, REPO)
+    assert capped.train_retries() == TRAIN_RETRIES_CAPPED
+    rows = cost_plan(capped, ["results/tables/all.tsv"])["rows"]
+    worst = max(rows, key=lambda r: r["attempts"])
+    assert worst["system"] == "bertgen" and worst["attempts"] >= 2 and worst["resumable"]
+    assert TRAIN_RETRIES_CAPPED + 1 >= worst["attempts"] + 2  # and two spare for failures of another kind

@@ -33,6 +33,9 @@ ASSUMED = {
     "params": 200e6,  # parameters of a model no calibration entry covers
     "feature_dim": 2048,
 }
+#: Retries of a training under a time cap: the full run's longest job (BertGen) needs 8 attempts
+#: of 48 h, plus two for failures of another kind (tests/unit/test_cost_plan.py).
+TRAIN_RETRIES_CAPPED = 11
 MIN_PER_JOB = 10.0  # start-up, data loading and checkpointing per attempt (minutes)
 RUNTIME_SAFETY = 1.25  # runtime asked of SLURM: estimate x this + MIN_PER_JOB
 MEM_BASE_MB = 4000  # Python, torch and the CUDA context on the host
@@ -111,6 +114,12 @@ class CostPlan:
 
     def max_runtime_min(self) -> int:
         return int(self.config.get("max_runtime_min") or DEFAULT_MAX_RUNTIME_MIN)
+
+    def train_retries(self) -> int | None:
+        """train_model's rule-level retries: under a time cap (config ``max_runtime_min``, set by
+        the SLURM profile) :data:`TRAIN_RETRIES_CAPPED`, attempts that resume from .last.pt;
+        without one None (Snakemake's global ``--retries``, 0 on a workstation)."""
+        return TRAIN_RETRIES_CAPPED if self.config.get("max_runtime_min") else None
 
     def train_mem_mb(self, wildcards) -> int:
         """train_model's mem_mb (:meth:`train_cost`)."""
