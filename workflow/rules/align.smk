@@ -14,8 +14,6 @@ rule learn_alignment:
         "results/logs/learn_alignment/{paper}/{dataset}.{pair}.log",
     benchmark:
         "results/benchmarks/learn_alignment/{paper}/{dataset}.{pair}.tsv"
-    conda:
-        "../../envs/text.yaml"
     params:
         job=PLAN.alignment_model_params,
         code=code("alignment_model"),
@@ -32,8 +30,6 @@ rule align:
         "results/logs/align/{paper}/{dataset}.{pair}/{split}.log",
     benchmark:
         "results/benchmarks/align/{paper}/{dataset}.{pair}/{split}.tsv"
-    conda:
-        "../../envs/text.yaml"
     params:
         job=PLAN.align_params,
         code=code("align"),
@@ -53,8 +49,6 @@ rule select_alignment_layer:
         "results/logs/select_alignment_layer/{paper}/{system}/{dataset}.{pair}.seed{seed}.log",
     benchmark:
         "results/benchmarks/select_alignment_layer/{paper}/{system}/{dataset}.{pair}.seed{seed}.tsv"
-    conda:
-        "../../envs/torch.yaml"
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("decode")
     resources:

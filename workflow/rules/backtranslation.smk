@@ -13,8 +13,6 @@ rule assemble_backtranslation:
         "results/logs/assemble_backtranslation/{paper}/{dataset}.{pair}.log",
     benchmark:
         "results/benchmarks/assemble_backtranslation/{paper}/{dataset}.{pair}.tsv"
-    conda:
-        "../../envs/text.yaml"
     params:
         job=PLAN.backtranslation_params,
         code=code("backtranslation"),

@@ -21,8 +21,6 @@ rule make_curves:
     wildcard_constraints:
         table=PLAN.tables_of_kind("curves"),
     localrule: True
-    conda:
-        "../../envs/eval.yaml"
     params:
         job=PLAN.curves_params,
         code=code("curves"),

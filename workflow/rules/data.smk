@@ -29,8 +29,6 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
             "results/benchmarks/generate_grounded/{dataset}.tsv"
         wildcard_constraints:
             dataset="|".join(re.escape(n) for n in _names),
-        conda:
-            "../../envs/torch.yaml"
         params:
             sizes=PLAN.dataset_value("sizes"),
             seed=PLAN.dataset_value("generator_seed"),
@@ -59,8 +57,6 @@ rule generate_comparable:
         "results/benchmarks/generate_comparable/{dataset}.tsv"
     wildcard_constraints:
         dataset=PLAN.datasets_of("grounded"),
-    conda:
-        "../../envs/torch.yaml"
     params:
         per_image=PLAN.comparable_per_image,
         seed=PLAN.dataset_value("generator_seed"),
@@ -79,8 +75,6 @@ rule fetch_input:
         input=PLAN.manifest_inputs,
         file=".+",
     localrule: True
-    conda:
-        "../../envs/text.yaml"
     params:
         mirror=PLAN.config_path("inputs", "mirror"),
         local=PLAN.local_input_dir,
@@ -107,8 +101,6 @@ rule prepare_multi30k:
     wildcard_constraints:
         dataset=PLAN.datasets_of("multi30k"),
         split=MULTI30K_SPLIT,
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/prepare_multi30k.py"
 
@@ -125,8 +117,6 @@ rule prepare_multi30k_image_list:
     wildcard_constraints:
         dataset=PLAN.datasets_of("multi30k"),
         split=MULTI30K_SPLIT,
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/prepare_multi30k_image_list.py"
 
@@ -143,8 +133,6 @@ rule prepare_multi30k_comparable:
     wildcard_constraints:
         k="[1-5]",
         lang="en|de",
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/prepare_multi30k_comparable.py"
 
@@ -160,8 +148,6 @@ rule prepare_multi30k_comparable_image_list:
         "results/benchmarks/prepare_multi30k_comparable_image_list/train_c{k}.tsv"
     wildcard_constraints:
         k="[1-5]",
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/prepare_multi30k_comparable_image_list.py"
 
@@ -176,8 +162,6 @@ rule prepare_wmt15:
         "results/logs/prepare_wmt15/wmt15.log",
     benchmark:
         "results/benchmarks/prepare_wmt15/wmt15.tsv"
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/prepare_wmt15.py"
 
@@ -201,8 +185,6 @@ for _dataset in PLAN.prepared_corpora:
             f"results/logs/prepare_corpus/{_dataset}.log",
         benchmark:
             f"results/benchmarks/prepare_corpus/{_dataset}.tsv"
-        conda:
-            "../../envs/text.yaml"
         params:
             dataset=_dataset,
             settings=PLAN.dataset_config(_dataset),
@@ -219,8 +201,6 @@ rule corpus_stats:
         "results/logs/corpus_stats/{dataset}.log",
     benchmark:
         "results/benchmarks/corpus_stats/{dataset}.tsv"
-    conda:
-        "../../envs/text.yaml"
     params:
         files=PLAN.stats_files,
         image_lists=PLAN.stats_image_lists,
@@ -239,8 +219,6 @@ rule gather_stats:
     benchmark:
         "results/benchmarks/gather_stats/stats.tsv"
     localrule: True
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/gather_stats.py"
 
@@ -270,8 +248,6 @@ for _name, _layout in PLAN.layout.items():
             f"results/logs/generate_grounded_video/{_name}.log",
         benchmark:
             f"results/benchmarks/generate_grounded_video/{_name}.tsv"
-        conda:
-            "../../envs/torch.yaml"
         params:
             sizes=PLAN.dataset_config(_name)["sizes"],
             seed=PLAN.dataset_config(_name)["generator_seed"],

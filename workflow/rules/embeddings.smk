@@ -12,8 +12,6 @@ rule train_word_vectors:
         "results/logs/train_word_vectors/{paper}/{dataset}.{lang}.log",
     benchmark:
         "results/benchmarks/train_word_vectors/{paper}/{dataset}.{lang}.tsv"
-    conda:
-        "../../envs/torch.yaml"
     # One fastText thread: the vectors are then a function of the text and the settings.
     threads: 1
     resources:
@@ -36,8 +34,6 @@ rule build_embedding_table:
         "results/logs/build_embedding_table/{paper}/{dataset}.{pair}.{lang}.log",
     benchmark:
         "results/benchmarks/build_embedding_table/{paper}/{dataset}.{pair}.{lang}.tsv"
-    conda:
-        "../../envs/torch.yaml"
     resources:
         mem_mb=8000,
         runtime=60,

@@ -11,8 +11,6 @@ rule score:
         "results/logs/score/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.log",
     benchmark:
         "results/benchmarks/score/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.tsv"
-    conda:
-        "../../envs/eval.yaml"
     params:
         job=PLAN.score_params,
         code=code("score"),
@@ -29,8 +27,6 @@ rule dump_attention:
         "results/logs/dump_attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.log",
     benchmark:
         "results/benchmarks/dump_attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.tsv"
-    conda:
-        "../../envs/torch.yaml"
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("decode")
     resources:
@@ -53,8 +49,6 @@ rule analyse:
         "results/logs/analyse/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.log",
     benchmark:
         "results/benchmarks/analyse/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.tsv"
-    conda:
-        "../../envs/torch.yaml"
     params:
         job=PLAN.analyse_params,
         code=code("analyse"),

@@ -14,8 +14,6 @@ rule list_media:
     wildcard_constraints:
         dataset=PLAN.datasets_of("media"),
     localrule: True
-    conda:
-        "../../envs/text.yaml"
     params:
         folder=PLAN.media_folder,
     script:
@@ -34,8 +32,6 @@ rule extract_features:
         "results/benchmarks/extract_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("grid"),
-    conda:
-        "../../envs/torch.yaml"
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
     threads: PLAN.threads("features")
     resources:
@@ -68,8 +64,6 @@ rule extract_regions:
         "results/benchmarks/extract_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("regions"),
-    conda:
-        "../../envs/torch.yaml"
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
     threads: PLAN.threads("features")
     resources:
@@ -105,8 +99,6 @@ rule extract_video:
         "results/benchmarks/extract_video/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("video"),
-    conda:
-        "../../envs/torch.yaml"
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
     threads: PLAN.threads("features")
     resources:
@@ -137,8 +129,6 @@ rule import_features:
         "results/benchmarks/import_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.pretrained_sets(regions=False),
-    conda:
-        "../../envs/torch.yaml"
     params:
         kind=PLAN.feature_param("import"),
         src=PLAN.pretrained_source,
@@ -163,8 +153,6 @@ rule import_regions:
         "results/benchmarks/import_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.pretrained_sets(regions=True),
-    conda:
-        "../../envs/torch.yaml"
     params:
         kind=PLAN.feature_param("import"),
         src=PLAN.pretrained_source,
@@ -187,8 +175,6 @@ rule constant_features:
         "results/benchmarks/constant_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("constant"),
-    conda:
-        "../../envs/torch.yaml"
     params:
         n_regions=PLAN.feature_param("max_boxes", 36),
         dim=PLAN.feature_param("dim", 2048),
@@ -212,8 +198,6 @@ rule standardize_features:
         "results/benchmarks/standardize_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("grid|video"),
-    conda:
-        "../../envs/torch.yaml"
     script:
         "../scripts/standardize_features.py"
 
@@ -235,8 +219,6 @@ rule standardize_regions:
         "results/benchmarks/standardize_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("regions"),
-    conda:
-        "../../envs/torch.yaml"
     script:
         "../scripts/standardize_features.py"
 
@@ -256,7 +238,5 @@ rule center_features:
         "results/benchmarks/center_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("grid"),
-    conda:
-        "../../envs/torch.yaml"
     script:
         "../scripts/center_features.py"

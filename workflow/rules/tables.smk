@@ -10,8 +10,6 @@ rule test_significance:
         "results/logs/test_significance/{paper}/{table}.log",
     benchmark:
         "results/benchmarks/test_significance/{paper}/{table}.tsv"
-    conda:
-        "../../envs/eval.yaml"
     params:
         job=PLAN.significance_params,
         code=code("significance"),
@@ -34,8 +32,6 @@ rule make_table:
     benchmark:
         "results/benchmarks/make_table/{paper}/{table}.tsv"
     localrule: True
-    conda:
-        "../../envs/eval.yaml"
     params:
         job=PLAN.table_params,
         code=code("table"),
@@ -54,8 +50,6 @@ rule gather_tables:
     benchmark:
         "results/benchmarks/gather_tables/all.tsv"
     localrule: True
-    conda:
-        "../../envs/eval.yaml"
     script:
         "../scripts/gather_tables.py"
 
@@ -76,8 +70,6 @@ rule plot_scores:
     benchmark:
         "results/benchmarks/plot_scores/{paper}/{table}.tsv"
     localrule: True
-    conda:
-        "../../envs/eval.yaml"
     script:
         "../scripts/plot_scores.py"
 
@@ -98,8 +90,6 @@ rule plot_attention:
     benchmark:
         "results/benchmarks/plot_attention/{paper}/{table}.tsv"
     localrule: True
-    conda:
-        "../../envs/eval.yaml"
     params:
         index=PLAN.figure_sentence,
         plot=PLAN.figure_plot,
@@ -123,7 +113,5 @@ rule plot_rare_words:
     benchmark:
         "results/benchmarks/plot_rare_words/{paper}/{table}.tsv"
     localrule: True
-    conda:
-        "../../envs/eval.yaml"
     script:
         "../scripts/plot_rare_words.py"

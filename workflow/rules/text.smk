@@ -13,8 +13,6 @@ rule tokenize:
         "results/logs/tokenize/{dataset}/{split}.{chain}.{lang}.log",
     benchmark:
         "results/benchmarks/tokenize/{dataset}/{split}.{chain}.{lang}.tsv"
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/tokenize.py"
 
@@ -28,8 +26,6 @@ rule tokenize_captions:
         "results/logs/tokenize/{dataset}/{split}.{k}.{chain}.{lang}.log",
     benchmark:
         "results/benchmarks/tokenize/{dataset}/{split}.{k}.{chain}.{lang}.tsv"
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/tokenize.py"
 
@@ -45,8 +41,6 @@ rule learn_wordpiece:
         "results/benchmarks/learn_wordpiece/{corpus}.{size}.tsv"
     wildcard_constraints:
         size="[0-9]+",
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/learn_wordpiece.py"
 
@@ -60,8 +54,6 @@ rule learn_bpe:
         "results/logs/learn_bpe/{paper}/{dataset}.{pair}.{side}.log",
     benchmark:
         "results/benchmarks/learn_bpe/{paper}/{dataset}.{pair}.{side}.tsv"
-    conda:
-        "../../envs/text.yaml"
     params:
         symbols=PLAN.bpe_symbols,
     script:
@@ -78,8 +70,6 @@ rule apply_bpe:
         "results/logs/apply_bpe/{paper}/{dataset}.{pair}/{split}.{chain}.{lang}.log",
     benchmark:
         "results/benchmarks/apply_bpe/{paper}/{dataset}.{pair}/{split}.{chain}.{lang}.tsv"
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/apply_bpe.py"
 
@@ -93,8 +83,6 @@ rule build_vocab:
         "results/logs/build_vocab/{paper}/{dataset}.{pair}.{side}.log",
     benchmark:
         "results/benchmarks/build_vocab/{paper}/{dataset}.{pair}.{side}.tsv"
-    conda:
-        "../../envs/text.yaml"
     params:
         min_freq=PLAN.vocab_min_freq,
         max_size=PLAN.vocab_max_size,
@@ -113,8 +101,6 @@ rule apply_bpe_corpus:
         "results/logs/apply_bpe_corpus/{paper}/{dataset}.{pair}/{corpus}.{chain}.{lang}.log",
     benchmark:
         "results/benchmarks/apply_bpe_corpus/{paper}/{dataset}.{pair}/{corpus}.{chain}.{lang}.tsv"
-    conda:
-        "../../envs/text.yaml"
     script:
         "../scripts/apply_bpe.py"
 
@@ -132,8 +118,6 @@ rule vocab_report:
         "results/logs/vocab_report/{paper}.log",
     benchmark:
         "results/benchmarks/vocab_report/{paper}.tsv"
-    conda:
-        "../../envs/text.yaml"
     params:
         rows=PLAN.vocab_report_rows,
         max_len=PLAN.recipe_max_len,

@@ -19,8 +19,6 @@ rule train_model:
     # run's longest job (BertGen's 13-task run, ~287 H100-hours) needs 8 attempts of 48 h
     # (`python -m mmt_repro plan`, "tries"); without a cap: the global --retries (None).
     retries: PLAN.train_retries()
-    conda:
-        "../../envs/torch.yaml"
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("train")
     # host memory >= the feature stores it maps + the model + a margin; runtime >= the estimate
