@@ -10,19 +10,27 @@ CORES ?= 2
 SMOKE_DIR ?= .
 STAMP := $(VENV)/.installed
 
-.PHONY: smoke test test-fast venv lint dryrun bench-plan bench-load bench-peer clean-results
+.PHONY: smoke test test-fast venv lint java-check dryrun bench-plan bench-load bench-peer clean-results
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch/torchvision pinned in pyproject.toml (2.14.1 / 0.29.1); pip takes them from the
-	# machine's local wheel store when it has one.
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# machine's local wheel store when it has one. PyPI's Linux torch is the CUDA build (its
+	# NVIDIA wheels make .venv ~6.5 GB); the CPU-only wheels are on the PyTorch index, not on
+	# PyPI: CPU_WHEELS=1 takes them from there where that index can be reached.
+	@echo "mmt-repro: installing the package and its dependencies into $(VENV) (torch with CUDA: ~6.5 GB, several minutes)"
+	$(if $(CPU_WHEELS),$(BIN)/python -m pip install --progress-bar on torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu,)
+	$(BIN)/python -m pip install --progress-bar on -e '.[test]'
 	touch $(STAMP)
+
+# METEOR (Meteor 1.5, a Java program) scores four papers' tables, the smoke run's included.
+java-check:
+	@command -v java >/dev/null 2>&1 || { echo "mmt-repro: METEOR needs Java 8 or newer and none is on PATH: apt-get install default-jre-headless (or conda install openjdk), then re-run"; exit 1; }
 
 venv: $(STAMP)
 
-smoke: $(STAMP)
+smoke: java-check $(STAMP)
 	$(BIN)/snakemake --snakefile Snakefile --directory $(SMOKE_DIR) --configfile config/smoke.yaml \
 		--cores $(CORES) --scheduler greedy --rerun-incomplete results/tables/all.tsv
 	$(BIN)/python -m mmt_repro show $(SMOKE_DIR)/results/tables/all.tsv
@@ -34,7 +42,7 @@ smoke: $(STAMP)
 # since they share one smoke run and a SLURM cluster and use both cores themselves.
 FAST_LANES = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 -m "not e2e and not slurm"
 
-test: $(STAMP)
+test: java-check $(STAMP)
 	$(FAST_LANES)
 	$(BIN)/python -m pytest -q --durations=25 -m "e2e or slurm"
 
