@@ -1,8 +1,10 @@
 """``python -m mmt_repro <verb>``: the package's functions by hand, outside Snakemake.
 
-Verbs: ``show`` (print a results table), ``models`` (list registered models),
-``check-config`` (validate a config file, or several merged in order), ``translate``
-(decode a file with a checkpoint), ``score`` (score a hypothesis file), ``config-docs`` (the
+Verbs: ``show`` (print a results table; ``--paper``: shaped like the paper's), ``results-doc``
+(docs/results.md from all.tsv), ``models`` (list registered models),
+``check`` (alias ``check-config``: the preflight of a config and its targets), ``translate``
+(decode a file with a checkpoint or an exported folder), ``export`` (a trained system as one
+folder: safetensors weights, config and vocabularies), ``score`` (score a hypothesis file), ``config-docs`` (the
 configuration reference, config/README.md, from config/schema.yaml).
 """
 
@@ -22,10 +24,33 @@ def _show(args) -> int:
 
     from .tables.build import format_table
 
+    if args.paper is not None and args.table is None and args.paper.endswith(".tsv"):
+        args.table, args.paper = args.paper, ""  # `show --paper all.tsv`: the table, every paper
+    if args.table is None:
+        raise DataError(None, "no table given", "name one, e.g. python -m mmt_repro show results/tables/all.tsv")
     path = Path(args.table)
     if not path.exists():
         raise DataError(path, "table does not exist", "run the workflow first (make smoke)")
+    if args.paper is not None or args.format != "text":
+        from .tables.paper_view import show_paper
+
+        print(show_paper(path, args.paper or None, args.format))
+        return 0
     print(format_table(pd.read_csv(path, sep="\t", keep_default_na=False)))
+    return 0
+
+
+def _results_doc(args) -> int:
+    from .io import atomic_write
+    from .tables.paper_view import results_doc
+
+    text = results_doc(args.table, source=args.table)
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    with atomic_write(args.out) as fh:
+        fh.write(text)
+    print(f"wrote {args.out}")
     return 0
 
 
@@ -36,27 +61,57 @@ def _models(args) -> int:  # noqa: ARG001
     return 0
 
 
-def _check_config(args) -> int:
-    from .config import deep_update, load_yaml, validate_config
+def _check(args) -> int:
+    """The preflight of the workflow (mmt_repro.plan.preflight), as Snakemake runs it at planning."""
+    import time
 
-    merged: dict = {}
-    for f in args.configs:
-        merged = deep_update(merged, load_yaml(f))
-    validate_config(merged, args.schema)
-    print("ok")
+    from .plan.preflight import check_configs, config_file_of
+
+    start = time.perf_counter()
+    repo = Path(args.repo) if args.repo else Path(__file__).resolve().parents[2]
+    if not (repo / "config" / "config.yaml").is_file():
+        raise DataError(repo, "not the mmt-repro repository (no config/config.yaml)", "give --repo <the repository>")
+    words = list(args.items)  # `check-config a.yaml b.yaml` (config files) still works
+    configs = [*(w for w in words if config_file_of(w)), *(args.configfile or [])]
+    targets = [w for w in words if not config_file_of(w)]
+    result = check_configs(repo, configs, targets, workdir=args.directory or repo)
+    took = time.perf_counter() - start
+    if result.problems:
+        print(result.report(prefix="error: "), file=sys.stderr)
+        print(f"({took:.1f} s)", file=sys.stderr)
+        return 1
+    print(f"ok: no problems in the config, its names, overrides and the inputs of {len(result.targets)} "
+          f"target(s) ({took:.1f} s)")
     return 0
 
 
 def _translate(args) -> int:
     from .decode.translate import translate
 
+    ckpt = Path(args.checkpoint)
+    vocabs = {}
+    for side in ("src", "tgt"):  # an exported folder holds its vocabularies
+        given = getattr(args, f"{side}_vocab")
+        vocabs[side] = Path(given) if given else (ckpt / f"{side}_vocab.json" if ckpt.is_dir() else None)
+        if vocabs[side] is None:
+            raise DataError(ckpt, f"--{side}-vocab is needed with a checkpoint file",
+                            f"give --{side}-vocab, or export the model to a folder (python -m mmt_repro export)")
     info = translate(
-        checkpoint=Path(args.checkpoint), src=Path(args.src), out=Path(args.out),
-        src_vocab=Path(args.src_vocab), tgt_vocab=Path(args.tgt_vocab),
+        checkpoint=ckpt, src=Path(args.src), out=Path(args.out),
+        src_vocab=vocabs["src"], tgt_vocab=vocabs["tgt"],
         features_npy=args.features_npy, features_index=args.features_index,
         decode={"beam_size": args.beam, "max_len": args.max_len}, subword=args.subword, device=args.device,
     )
     print(json.dumps(info))
+    return 0
+
+
+def _export(args) -> int:
+    from .checkpoint import export_checkpoint
+
+    out = export_checkpoint(Path(args.checkpoint), Path(args.out), src_vocab=args.src_vocab, tgt_vocab=args.tgt_vocab,
+                            record=args.record)
+    print(f"wrote {out}: " + ", ".join(sorted(p.name for p in out.iterdir())))
     return 0
 
 
@@ -101,17 +156,32 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mmt_repro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="verb", required=True)
     p = sub.add_parser("show", help="print a results table (e.g. results/tables/all.tsv)")
-    p.add_argument("table")
+    p.add_argument("table", nargs="?")
+    p.add_argument("--paper", nargs="?", const="", metavar="PAPER",
+                   help="lay each table out as the paper does (systems x metrics, cells ours (paper, delta)); "
+                        "PAPER: only that paper's tables")
+    p.add_argument("--format", default="text", choices=["text", "markdown", "latex"], help="with --paper")
     p.set_defaults(func=_show)
+    p = sub.add_parser("results-doc", help="docs/results.md: every table as the paper lays it out, with its runs")
+    p.add_argument("table", help="results/tables/all.tsv")
+    p.add_argument("--out", help="write it here (e.g. docs/results.md) instead of printing it")
+    p.set_defaults(func=_results_doc)
     p = sub.add_parser("models", help="list registered models")
     p.set_defaults(func=_models)
-    p = sub.add_parser("check-config", help="validate config files merged in order")
-    p.add_argument("configs", nargs="+")
-    p.add_argument("--schema", default="config/schema.yaml")
-    p.set_defaults(func=_check_config)
+    p = sub.add_parser("check", aliases=["check-config"],
+                       help="the preflight: every config, name, override and input problem at once (as at planning)")
+    p.add_argument("items", nargs="*", metavar="target|config.yaml",
+                   help="targets (default: what `snakemake` builds); *.yaml: config files merged in order")
+    p.add_argument("--configfile", nargs="+", help="config files merged on top of config/config.yaml")
+    p.add_argument("--repo", help="the repository (default: the one this package is installed from)")
+    p.add_argument("--directory", help="Snakemake's working directory (default: the repository)")
+    p.set_defaults(func=_check)
     p = sub.add_parser("translate", help="decode a BPE-segmented source file")
-    for name in ("checkpoint", "src", "out", "src-vocab", "tgt-vocab"):
-        p.add_argument(f"--{name}", required=True)
+    for name in ("checkpoint", "src", "out"):
+        p.add_argument(f"--{name}", required=True, help="--checkpoint: a .pt file or an exported folder"
+                       if name == "checkpoint" else None)
+    p.add_argument("--src-vocab", help="default: the exported folder's")
+    p.add_argument("--tgt-vocab", help="default: the exported folder's")
     p.add_argument("--features-npy")
     p.add_argument("--features-index")
     p.add_argument("--beam", type=int, default=12)
@@ -120,6 +190,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="the target side's segmentation, merged back in the output")
     p.add_argument("--device", default="auto")
     p.set_defaults(func=_translate)
+    p = sub.add_parser("export", help="a trained system as one folder: safetensors weights, config and vocabularies")
+    p.add_argument("checkpoint", help="a .best.pt (its .job.json beside it names the vocabularies)")
+    p.add_argument("out", help="the folder to write")
+    p.add_argument("--src-vocab")
+    p.add_argument("--tgt-vocab")
+    p.add_argument("--record", help="the training job record (default: <stem>.job.json beside the checkpoint)")
+    p.set_defaults(func=_export)
     p = sub.add_parser("score", help="BLEU, chrF3 and TER of a hypothesis file")
     p.add_argument("hyp")
     p.add_argument("refs", nargs="+")

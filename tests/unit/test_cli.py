@@ -21,9 +21,12 @@ REPO = Path(__file__).resolve().parents[2]
 # verb -> the test that runs it; test_every_verb_is_tested fails when a verb joins without a test
 TESTED = {
     "show": "test_show_prints_the_table_and_refuses_a_missing_one",
+    "results-doc": "test_show_paper_and_results_doc",
     "models": "test_models_lists_the_registered_models",
-    "check-config": "test_check_config_accepts_the_smoke_overlay_and_names_a_bad_key",
+    "check": "test_check_accepts_the_smoke_overlay_and_names_every_bad_key_from_any_directory",
+    "check-config": "test_check_accepts_the_smoke_overlay_and_names_every_bad_key_from_any_directory",
     "translate": "test_translate_decodes_with_a_trained_checkpoint_and_score_scores_it",
+    "export": "test_translate_decodes_with_a_trained_checkpoint_and_score_scores_it",
     "score": "test_score_of_a_hypothesis_equal_to_its_reference",
     "config-docs": "test_config_docs_prints_and_writes_the_reference",
     "plan": "tests/unit/test_cost_plan.py",
@@ -62,6 +65,43 @@ def test_show_prints_the_table_and_refuses_a_missing_one(tmp_path, capsys):
     assert "missing.tsv: table does not exist" in capsys.readouterr().err
 
 
+def test_show_paper_and_results_doc(tmp_path, capsys):
+    """`show --paper` (every paper, one paper, Markdown/LaTeX) and `results-doc`; the layout
+    itself is tested in tests/unit/test_paper_view.py."""
+    from mmt_repro.tables.build import COLUMNS
+
+    rows = []
+    for system, metric, ours, paper, delta, verdict in [("nmt", "bleu", "33.00", "33.7", "-0.70", "missed"),
+                                                        ("nmt", "meteor", "52.50", "", "", ""),
+                                                        ("pbsmt", "bleu", "", "32.9", "", "")]:
+        row = dict.fromkeys(COLUMNS, "")
+        row.update(paper="toy", table="t1", system=system, pair="en-de", test_set="test_2016_flickr",
+                   condition="congruent", metric=metric, ours=ours, paper_value=paper, delta=delta, verdict=verdict,
+                   n_seeds="1" if ours else "0", runs="results/models/toy/nmt/m.en-de.seed1.best.pt" if ours else "")
+        rows.append("\t".join(row[c] for c in COLUMNS))
+    table = tmp_path / "all.tsv"
+    table.write_text("\t".join(COLUMNS) + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    assert main(["show", "--paper", str(table)]) == 0  # `--paper` right before the table: every paper
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == "== toy / t1 (en-de, test_2016_flickr)"
+    assert lines[3].split() == ["system", "BLEU", "METEOR", "verdict"]
+    assert lines[4].split() == ["nmt", "33.00", "(33.7,", "-0.70)", "52.50", "missed"]
+    assert lines[5].split() == ["pbsmt", "(32.9)"]
+    assert main(["show", str(table), "--paper", "toy", "--format", "markdown"]) == 0
+    assert "| nmt | 33.00 (33.7, -0.70) | 52.50 | missed |" in capsys.readouterr().out
+    assert main(["show", str(table), "--paper", "--format", "latex"]) == 0
+    assert r"\caption{toy / t1 (en-de, test\_2016\_flickr): ours (paper, $\Delta$)}" in capsys.readouterr().out
+    assert main(["show", str(table), "--paper", "nope"]) == 1
+    assert "no rows of paper 'nope'" in capsys.readouterr().err
+    assert main(["results-doc", str(table), "--out", str(tmp_path / "results.md")]) == 0
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'results.md'}\n"
+    doc = (tmp_path / "results.md").read_text(encoding="utf-8")
+    assert "| nmt | 33.00 (33.7, -0.70) | 52.50 | missed |" in doc
+    assert "- nmt (1 seed): `results/models/toy/nmt/m.en-de.seed1.best.pt`" in doc
+    assert main(["results-doc", str(table)]) == 0
+    assert capsys.readouterr().out == doc
+
+
 def test_models_lists_the_registered_models(capsys):
     from mmt_repro.models import available
 
@@ -71,18 +111,24 @@ def test_models_lists_the_registered_models(capsys):
     assert {"doubly_attentive.nmt", "doubly_attentive.nmt_src_img", "transformer.nmt"} <= set(listed)
 
 
-def test_check_config_accepts_the_smoke_overlay_and_names_a_bad_key(tmp_path, capsys):
-    config = str(REPO / "config" / "config.yaml")
-    schema = str(REPO / "config" / "schema.yaml")
-    assert main(["check-config", config, str(REPO / "config" / "smoke.yaml"), "--schema", schema]) == 0
-    assert capsys.readouterr().out == "ok\n"
+def test_check_accepts_the_smoke_overlay_and_names_every_bad_key_from_any_directory(tmp_path, capsys, monkeypatch):
+    """`check` (alias `check-config`) is the preflight (tests/unit/test_preflight.py); it finds the
+    repository from the package, so it works from any directory."""
+    monkeypatch.chdir(tmp_path)
+    smoke = str(REPO / "config" / "smoke.yaml")
+    assert main(["check", "--configfile", smoke]) == 0
+    assert capsys.readouterr().out.startswith("ok: no problems")
+    assert main(["check-config", str(REPO / "config" / "config.yaml"), smoke, "--repo", str(REPO)]) == 0
+    assert capsys.readouterr().out.startswith("ok: no problems")
     bad = tmp_path / "bad.yaml"
     bad.write_text("device: tpu\nthreads: {train: 1, decode: 1, features: 1, gpu: 2}\n", encoding="utf-8")
-    assert main(["check-config", config, str(bad), "--schema", schema]) == 1
+    assert main(["check-config", smoke, str(bad)]) == 1
     err = capsys.readouterr().err
-    assert "config key 'device'" in err and "unknown config key 'threads.gpu'" in err
-    assert main(["check-config", config, str(tmp_path / "nope.yaml"), "--schema", schema]) == 1
+    assert "config key 'device'" in err and "unknown config key 'threads.gpu'" in err and "Traceback" not in err
+    assert main(["check", "--configfile", str(tmp_path / "nope.yaml")]) == 1
     assert "nope.yaml: configuration file does not exist" in capsys.readouterr().err
+    assert main(["check", "--repo", str(tmp_path)]) == 1
+    assert "not the mmt-repro repository" in capsys.readouterr().err
 
 
 def test_score_of_a_hypothesis_equal_to_its_reference(tmp_path, capsys):
@@ -147,6 +193,18 @@ def test_translate_decodes_with_a_trained_checkpoint_and_score_scores_it(toy_cor
     assert main(["score", str(tmp_path / "hyp.txt"), str(d / "val.tgt"), "--tokenize", "none"]) == 0
     bleu = json.loads(capsys.readouterr().out)["bleu"]["value"]
     assert 50 < bleu < 100
+
+    # export: one folder (safetensors, config, vocabularies) that translates the same, no pickle
+    assert main(["export", str(tmp_path / "best.pt"), str(tmp_path / "system"), "--src-vocab", str(d / "src.json"),
+                 "--tgt-vocab", str(d / "tgt.json")]) == 0
+    assert "config.json, model.safetensors, src_vocab.json, tgt_vocab.json" in capsys.readouterr().out
+    argv = ["translate", "--checkpoint", str(tmp_path / "system"), "--src", str(d / "val.src"), "--out",
+            str(tmp_path / "folder.txt"), "--beam", "2", "--max-len", "20", "--device", "cpu",
+            "--features-npy", str(tmp_path / "val.npy"), "--features-index", str(tmp_path / "val.index.parquet")]
+    assert main(argv) == 0
+    assert read_lines(tmp_path / "folder.txt") == hyps
+    assert main(["translate", "--checkpoint", str(tmp_path / "best.pt"), "--src", str(d / "val.src"),
+                 "--out", str(tmp_path / "x.txt")]) == 1  # a .pt file needs its vocabularies named
 
 
 def test_config_docs_prints_and_writes_the_reference(tmp_path, capsys):

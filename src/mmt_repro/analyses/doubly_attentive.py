@@ -15,7 +15,7 @@ def beta_shares(files: dict) -> dict:
     from ..io import DataError
     from ..metrics.figures import beta_shares as shares_of
 
-    dumps = torch.load(files["attention"], weights_only=False)
+    dumps = torch.load(files["attention"], weights_only=True)  # our own dumps: tensors, lists, strings
     if not dumps or "beta" not in dumps[0]:
         raise DataError(files["attention"], "attention dump has no beta gate", "dump a model with image attention (NMT_SRC+IMG)")
     shares = shares_of(dumps, hyp_lengths=[len(d["hyp_tokens"]) for d in dumps])

@@ -147,7 +147,7 @@ def beta_words(files: dict) -> dict:
     (greedy decoding of the test set; the visual word list of ``files["visual_words"]``)."""
     from ..io import DataError
 
-    dumps = torch.load(files["attention"], weights_only=False)
+    dumps = torch.load(files["attention"], weights_only=True)  # our own dumps: tensors, lists, strings
     if not dumps or "beta" not in dumps[0]:
         raise DataError(files["attention"], "the dump has no beta", "dump a model with beta_gate: true")
     words = _read_visual_words(files["visual_words"]) if "visual_words" in files else set()

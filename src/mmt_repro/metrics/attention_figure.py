@@ -17,7 +17,7 @@ def plot_attention_from_dump(attention_dump: Path, index: int, out_png: Path, im
     """Figure 2 for sentence ``index``: the image grid is the square of the number of regions
     (14x14 for res4f at 224 pixels, 4x4 for the grounded smoke set at 64). ``kind="beta"``:
     Yang et al. (2020)'s Figure 4 instead, the gate beta of every generated word."""
-    dumps = torch.load(attention_dump, weights_only=False)
+    dumps = torch.load(attention_dump, weights_only=True)  # our own dumps: tensors, lists, strings
     if not 0 <= index < len(dumps):
         raise DataError(attention_dump, f"sentence {index} requested, the dump has {len(dumps)}", "pick another `sentence`")
     item = dumps[index]
