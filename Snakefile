@@ -48,6 +48,7 @@ include: "workflow/rules/decode.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/curves.smk"
+include: "workflow/rules/report.smk"
 
 
 # Model configs are checked against their dataclasses once per real run (it imports torch;

@@ -165,7 +165,7 @@ def schema_reference(schema_path: str | Path) -> str:
         "Every run's configuration (`config/config.yaml` with the files given by `--configfile` merged",
         "on top) is checked against `config/schema.yaml` before anything is",
         "planned; an unknown key or a value of the wrong type stops the run naming the key. Check a",
-        "configuration by hand with `python -m mmt_repro check-config config/config.yaml <overlay.yaml>`.",
+        "configuration by hand with `python -m mmt_repro check --configfile <overlay.yaml>` (the planning preflight).",
         "Each paper's own settings (recipe, systems, decoding, scoring) are in `config/papers/<paper>.yaml`",
         "and are described in `docs/adding_a_paper.md`.",
         "",

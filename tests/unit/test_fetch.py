@@ -199,3 +199,118 @@ def test_unknown_input_or_file_lists_the_declared_ones(toy, tmp_path):
 
 def test_manifest_path_is_the_repository_file():
     assert MANIFEST == Path(__file__).resolve().parents[2] / "config" / "manifest.yaml"
+
+
+# ------------------------------------------------------------------ downloads over HTTP (a local server)
+class _Site:
+    """A local HTTP server (http.server in a thread, 127.0.0.1) serving ``files``, with Range
+    support, a request log (path, Range header), and ``cut``: bytes to send of the next responses
+    before the connection drops (a download cut off mid-way)."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        site = self
+        self.files: dict[str, bytes] = {}
+        self.log: list[tuple[str, str | None]] = []
+        self.cut: list[int] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                rng = self.headers.get("Range")
+                site.log.append((self.path, rng))
+                data = site.files.get(self.path)
+                if data is None:
+                    self.send_error(404)
+                    return
+                start = int(rng.split("=")[1].rstrip("-")) if rng else 0
+                self.send_response(206 if rng else 200)
+                if rng:
+                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+                body = data[start:]
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if site.cut:
+                    self.wfile.write(body[: site.cut.pop(0)])
+                    self.close_connection = True
+                    return
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+
+@pytest.fixture
+def site():
+    s = _Site()
+    yield s
+    s.server.shutdown()
+    s.server.server_close()
+
+
+def _http_toy(tmp_path, site, lines=200):
+    content = gzip.compress("".join(f"line {i} of the toy corpus\n" for i in range(lines)).encode(), mtime=0)
+    site.files["/toy/raw/train.en.gz"] = content
+    return content, load_manifest(_manifest(tmp_path, content, lines=lines, urls=[f"{site.url}/toy"]))
+
+
+def test_http_download_shows_progress_and_checks_sha256(tmp_path, site, capsys):
+    content, manifest = _http_toy(tmp_path, site)
+    got = fetch_input_file("toy", "raw/train.en.gz", tmp_path / "out.gz", manifest=manifest)
+    assert got["source"] == f"{site.url}/toy/raw/train.en.gz" and got["verified"] and got["lines"] == 200
+    assert (tmp_path / "out.gz").read_bytes() == content
+    assert site.log == [("/toy/raw/train.en.gz", None)]
+    err = capsys.readouterr().err  # the progress bar (tqdm) on stderr, named after the file
+    assert "toy/raw/train.en.gz" in err and "100%" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.yaml", "out.gz"]  # no part, no temporary
+
+
+def test_http_download_cut_off_resumes_from_the_part(tmp_path, site, monkeypatch):
+    content, manifest = _http_toy(tmp_path, site)
+    # in one run: the first response breaks after 100 bytes, pooch tries again, the rest comes by Range
+    site.cut = [100]
+    fetch_input_file("toy", "raw/train.en.gz", tmp_path / "a.gz", manifest=manifest)
+    assert (tmp_path / "a.gz").read_bytes() == content
+    assert site.log == [("/toy/raw/train.en.gz", None), ("/toy/raw/train.en.gz", "bytes=100-")]
+    # across runs: every try is cut off, the error lists the URL and the part stays for the next run
+    monkeypatch.setattr("mmt_repro.data.fetch.RETRIES", 0)
+    site.log.clear()
+    site.cut = [50]
+    with pytest.raises(DataError, match="download failed from every declared URL"):
+        fetch_input_file("toy", "raw/train.en.gz", tmp_path / "b.gz", manifest=manifest)
+    assert (tmp_path / "b.gz.part").read_bytes() == content[:50] and not (tmp_path / "b.gz").exists()
+    got = fetch_input_file("toy", "raw/train.en.gz", tmp_path / "b.gz", manifest=manifest)
+    assert site.log[-1] == ("/toy/raw/train.en.gz", "bytes=50-") and got["verified"]
+    assert (tmp_path / "b.gz").read_bytes() == content and not (tmp_path / "b.gz.part").exists()
+
+
+def test_http_download_with_a_wrong_sha256_keeps_the_old_output(tmp_path, site, monkeypatch):
+    content, _ = _http_toy(tmp_path, site)
+    site.files["/toy/raw/train.en.gz"] = b"another version"
+    manifest = load_manifest(tmp_path / "manifest.yaml")
+    monkeypatch.setattr("mmt_repro.data.fetch.RETRIES", 1)  # a damaged transfer is tried again, then refused
+    (tmp_path / "out.gz").write_bytes(b"previous")
+    with pytest.raises(DataError) as info:
+        fetch_input_file("toy", "raw/train.en.gz", tmp_path / "out.gz", manifest=manifest)
+    expected, got = hashlib.sha256(content).hexdigest(), hashlib.sha256(b"another version").hexdigest()
+    assert info.value.problem == f"sha256 mismatch for toy/raw/train.en.gz: expected {expected}, got {got}"
+    assert "fetch it again from the official source" in info.value.fix
+    assert len(site.log) == 2 and (tmp_path / "out.gz").read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.yaml", "out.gz"]
+
+
+def test_http_404_is_not_retried_and_names_every_url(tmp_path, site):
+    _, _ = _http_toy(tmp_path, site)
+    manifest = load_manifest(_manifest(tmp_path, b"x", urls=[f"{site.url}/gone", f"{site.url}/also-gone"]))
+    with pytest.raises(DataError) as info:
+        fetch_input_file("toy", "raw/train.en.gz", tmp_path / "out.gz", manifest=manifest)
+    assert f"{site.url}/gone/raw/train.en.gz: HTTP 404" in info.value.problem
+    assert f"{site.url}/also-gone/raw/train.en.gz: HTTP 404" in info.value.problem
+    assert "`inputs.mirror` or `inputs.local.toy`" in info.value.fix
+    assert [p for p, _ in site.log] == ["/gone/raw/train.en.gz", "/also-gone/raw/train.en.gz"]  # one try each

@@ -8,17 +8,17 @@ from pathlib import Path
 
 from mmt_repro.config import ConfigError
 from mmt_repro.io import DataError
-from mmt_repro.plan import PATHS, WILDCARDS, Plan, path
+from mmt_repro.plan import PATHS, WILDCARDS, path
+from mmt_repro.plan.preflight import preflight
 from mmt_repro.plan.version import JOB_CODE
 
 
-def requested_targets():
-    """The targets of the `snakemake` command line. Snakemake parses this file before it hands
-    the targets over (workflow.dag_settings comes later), so read them off the command line with
-    Snakemake's own parser; none when it runs by its API or a job step, or the line fails to parse.
-    """
+def command_line():
+    """The `snakemake` command line as Snakemake's own parser reads it (None when it runs by its
+    API or the line fails to parse): Snakemake parses this file before it hands the targets
+    over (workflow.dag_settings comes later)."""
     if "snakemake" not in sys.argv[0]:
-        return []
+        return None
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     try:
@@ -26,18 +26,46 @@ def requested_targets():
 
         args, _ = get_argument_parser().parse_known_args(argv[:cut])
     except (Exception, SystemExit):
-        return []
-    return [*args.targets, *argv[cut + 1 :]]
+        return None
+    args.targets = [*args.targets, *argv[cut + 1 :]]
+    return args
 
 
-try:
-    # validates the config (config/schema.yaml), every paper's settings and the manifest
-    PLAN = Plan(config, Path(workflow.basedir))
-    # the requested paths' papers, tables, systems, datasets and feature sets: a typo stops here,
-    # naming the valid names, instead of inside an input function's traceback
-    PLAN.check_targets(requested_targets())
-except (ConfigError, DataError) as err:
-    sys.exit(f"mmt-repro: {err}")
+def requested_targets():
+    """The targets of the `snakemake` command line; none when it runs by its API or a job step."""
+    args = command_line()
+    return [] if args is None else args.targets
+
+
+# The preflight (mmt_repro.plan.preflight, also `python -m mmt_repro check`): the config's schema,
+# every paper's settings and overrides (types too, torch-free), every name in the tables and the
+# requested targets, and every input those targets need that the mirror, the local copies or the
+# config lack, all reported at once without a traceback. A dry run only warns of missing inputs;
+# a job step (--target-jobs) skips them (its inputs are in place).
+_ARGS = command_line()
+_JOB_STEP = "--target-jobs" in sys.argv
+# (the working directory goes in by position: a line starting `workdir=` would be read as
+# Snakemake's `workdir:` keyword)
+PREFLIGHT = preflight(
+    config,
+    Path(workflow.basedir),
+    requested_targets(),
+    Path.cwd(),
+    inputs=not _JOB_STEP,
+)
+if PREFLIGHT.problems:
+    if (
+        _ARGS is not None
+        and getattr(_ARGS, "dryrun", False)
+        and PREFLIGHT.problems == PREFLIGHT.missing_inputs
+    ):
+        print(
+            PREFLIGHT.report("mmt-repro (dry run; a real run stops here): "),
+            file=sys.stderr,
+        )
+    else:
+        sys.exit(PREFLIGHT.report())
+PLAN = PREFLIGHT.plan
 
 workflow.global_wildcard_constraints(**WILDCARDS)
 

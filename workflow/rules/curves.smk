@@ -9,9 +9,14 @@ rule make_curves:
         table=PATHS["table"],
         png=report(
             "results/figures/{paper}/{table}.curves.png",
-            caption="../report/scores_figure.rst",
+            caption="../report/curves_figure.rst",
             category="Figures",
             subcategory="{paper}",
+            labels={
+                "paper": "{paper}",
+                "table": "{table}",
+                "figure": "learning curves",
+            },
         ),
         pdf="results/figures/{paper}/{table}.curves.pdf",
     log:

@@ -21,12 +21,7 @@ rule make_table:
     input:
         unpack(PLAN.table_inputs),
     output:
-        report(
-            PATHS["table"],
-            caption="../report/table.rst",
-            category="Tables",
-            subcategory="{paper}",
-        ),
+        PATHS["table"],  # in the report as HTML (rule table_html)
     log:
         "results/logs/make_table/{paper}/{table}.log",
     benchmark:
@@ -63,6 +58,7 @@ rule plot_scores:
             caption="../report/scores_figure.rst",
             category="Figures",
             subcategory="{paper}",
+            labels={"paper": "{paper}", "table": "{table}", "figure": "scores"},
         ),
         pdf="results/figures/{paper}/{table}.scores.pdf",
     log:
@@ -83,6 +79,7 @@ rule plot_attention:
             caption="../report/attention_figure.rst",
             category="Figures",
             subcategory="{paper}",
+            labels={"paper": "{paper}", "table": "{table}", "figure": "attention"},
         ),
         pdf="results/figures/{paper}/{table}.attention.pdf",
     log:
@@ -106,6 +103,7 @@ rule plot_rare_words:
             caption="../report/rare_words_figure.rst",
             category="Figures",
             subcategory="{paper}",
+            labels={"paper": "{paper}", "table": "{table}", "figure": "rare words"},
         ),
         pdf="results/figures/{paper}/{table}.rare_words.pdf",
     log:

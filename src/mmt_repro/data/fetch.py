@@ -12,7 +12,11 @@ without internet never falls back to the network behind the user's back):
 
 The file is copied or downloaded into a temporary file next to ``out`` while its sha256 is
 computed; it replaces ``out`` only when the hash (where the manifest knows it) and the line
-count (where declared) match. A mismatch, a missing local file, a failed download or a
+count (where declared) match. Downloads go through pooch (``Pooch.fetch``: the manifest's
+sha256 checked, ``RETRIES`` more tries after a network error or a damaged transfer) with
+:class:`ResumingDownloader`: a progress bar (tqdm, on stderr: the job's log), and a partial
+download kept as ``<out>.part`` that the next try (or the next run) continues with an HTTP
+``Range`` request instead of starting over. ``file://`` URLs are copied. A mismatch, a missing local file, a failed download or a
 request-only input is a :class:`~mmt_repro.io.DataError` naming the file and the fix; an
 existing ``out`` is never removed by a failed fetch.
 """
@@ -20,9 +24,10 @@ existing ``out`` is never removed by a failed fetch.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import logging
-import urllib.error
+import os
+import sys
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -35,6 +40,9 @@ MIRROR_KEY = "inputs.mirror"
 LOCAL_KEY = "inputs.local"
 DOWNLOAD_TIMEOUT_S = 120.0
 CHUNK = 1 << 20
+#: More tries of a URL after a network error or a checksum mismatch (pooch waits 1 s, 2 s, ...).
+RETRIES = 3
+PART_SUFFIX = ".part"
 
 
 def sha256_of(path: str | Path) -> str:
@@ -87,14 +95,97 @@ def local_source(inp: Input, f: InputFile, mirror_root: str | Path | None, local
     return src
 
 
-def _download(f: InputFile, tmp: Path) -> tuple[str, str]:
+class RefusedError(OSError):
+    """The server refused the file (HTTP 4xx other than 408/429): another try would not help."""
+
+
+class ResumingDownloader:
+    """A pooch downloader (``downloader(url, output_file, pooch)``) that continues ``part``, the
+    partial file a failed try left behind, with an HTTP ``Range`` request (a server that ignores
+    it sends the whole file, which then replaces the part), shows a tqdm progress bar named
+    ``name``, hashes the bytes as it writes them (:attr:`sha256`), and moves the finished part
+    onto ``output_file``. Bytes are stored as sent (no ``Content-Encoding`` decoding), so a
+    ``.gz`` keeps its checksum. ``progress``: None = a bar that redraws every 30 s off a
+    terminal (a job log) and twice a second on one."""
+
+    def __init__(self, part: Path, name: str, progress: bool | None = None, timeout: float = DOWNLOAD_TIMEOUT_S):
+        self.part, self.name, self.progress, self.timeout = Path(part), name, progress, timeout
+        self.sha256: str | None = None
+
+    def __call__(self, url: str, output_file: str, pooch=None, check_only: bool = False):  # noqa: ARG002
+        import requests
+        import urllib3
+        from tqdm import tqdm
+
+        if check_only:
+            return requests.head(url, timeout=self.timeout, allow_redirects=True).status_code == 200
+        done = self.part.stat().st_size if self.part.exists() else 0
+        headers = {"Range": f"bytes={done}-", "Accept-Encoding": "identity"} if done else {"Accept-Encoding": "identity"}
+        with requests.get(url, headers=headers, stream=True, timeout=self.timeout) as resp:
+            if resp.status_code == 416 and done:  # the part is no prefix of this file: start over
+                self.part.unlink()
+                return self(url, output_file, pooch)
+            if 400 <= resp.status_code < 500 and resp.status_code not in (408, 429):
+                raise RefusedError(f"HTTP {resp.status_code} {resp.reason}")
+            resp.raise_for_status()
+            resumed = done > 0 and resp.status_code == 206 and \
+                resp.headers.get("Content-Range", "").startswith(f"bytes {done}-")
+            digest = hashlib.sha256()
+            if resumed:
+                with open(self.part, "rb") as fh:
+                    for chunk in iter(lambda: fh.read(CHUNK), b""):
+                        digest.update(chunk)
+                log.info("resuming %s at byte %d", url, done)
+            else:
+                done = 0
+            length = int(resp.headers.get("Content-Length") or 0)
+            tty = sys.stderr.isatty()
+            bar = tqdm(total=done + length if length else None, initial=done, desc=self.name, unit="B", unit_scale=True,
+                       unit_divisor=1024, disable=self.progress is False, mininterval=0.5 if tty else 30, ascii=not tty)
+            try:
+                with bar, open(self.part, "ab" if resumed else "wb") as out:
+                    for chunk in resp.raw.stream(CHUNK, decode_content=False):
+                        out.write(chunk)
+                        digest.update(chunk)
+                        bar.update(len(chunk))
+            except urllib3.exceptions.HTTPError as err:  # cut off mid-way: pooch tries again, from the part
+                raise requests.exceptions.ConnectionError(f"connection broken after {self.part.stat().st_size} bytes "
+                                                          f"({err}); the part is kept") from err
+        self.sha256 = digest.hexdigest()
+        os.replace(self.part, output_file)
+        return None
+
+
+def _download_url(url: str, f: InputFile, tmp: Path, part: Path) -> str:
+    """Download ``url`` into ``tmp`` through pooch; its sha256. A checksum mismatch after every
+    try returns the wrong hash (the caller's check says so) and leaves no ``tmp``."""
+    import pooch
+
+    downloader = ResumingDownloader(part, f"{f.input}/{f.name}")
+    tmp.unlink(missing_ok=True)  # pooch downloads only what is not there yet
+    fetcher = pooch.create(path=tmp.parent, base_url="", registry={tmp.name: f"sha256:{f.sha256}" if f.sha256 else None},
+                           urls={tmp.name: url}, retry_if_failed=RETRIES)
+    try:
+        fetcher.fetch(tmp.name, downloader=downloader)
+    except ValueError:
+        if f.sha256 and downloader.sha256 and downloader.sha256 != f.sha256:
+            return downloader.sha256
+        raise
+    return downloader.sha256 or sha256_of(tmp)
+
+
+def _download(f: InputFile, tmp: Path, part: Path) -> tuple[str, str]:
+    import requests
+
     errors = []
     for url in f.urls:
         try:
             log.info("downloading %s", url)
-            with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as resp:
-                return url, _copy_hashing(resp, tmp)
-        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as err:
+            if url.startswith("file:"):
+                with open(urllib.request.url2pathname(urllib.parse.urlparse(url).path), "rb") as fh:
+                    return url, _copy_hashing(fh, tmp)
+            return url, _download_url(url, f, tmp, part)
+        except (requests.exceptions.RequestException, OSError, ValueError) as err:
             errors.append(f"{url}: {err}")
     raise DataError(
         f.urls[0] if f.urls else f.name,
@@ -141,7 +232,7 @@ def fetch_input_file(
                 digest = _copy_hashing(fh, tmp)
             source = str(src)
         else:
-            source, digest = _download(f, tmp)
+            source, digest = _download(f, tmp, out.with_name(out.name + PART_SUFFIX))
         if f.sha256 and digest != f.sha256:
             raise DataError(source, f"sha256 mismatch for {input_name}/{file_name}: expected {f.sha256}, got {digest}",
                             "the copy is damaged or another version; delete it and fetch it again from the official "

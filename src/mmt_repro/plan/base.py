@@ -38,7 +38,7 @@ class PaperSettingsByName(dict):
 class PlanBase:
     """Config, settings and manifest, read and checked once (ConfigError/DataError otherwise)."""
 
-    def __init__(self, config: dict, repo: Path):
+    def __init__(self, config: dict, repo: Path, check_names: bool = True):
         self.config = config
         self.repo = Path(repo)
         validate_config(config, self.repo / "config" / "schema.yaml")
@@ -54,7 +54,8 @@ class PlanBase:
         # and the manifest (an unknown one stops planning naming the key and the valid values).
         self.layout = dataset_layout(config, self.manifest)
         self.published = str(self.repo / "config" / "published_results.tsv")
-        self.check_table_names()
+        if check_names:  # the preflight (mmt_repro.plan.preflight) collects them instead
+            self.check_table_names()
 
     # ------------------------------------------------------------------ config look-ups
     def repo_path(self, value) -> Path:
@@ -117,26 +118,53 @@ class PlanBase:
         ]
 
     def check_table_names(self) -> None:
-        """Every enabled table names a configured dataset, a feature set of that dataset and
-        systems of its paper (an unknown one: :func:`mmt_repro.io.unknown_name`, naming the key),
-        so that a typo stops planning at once instead of surfacing later as another problem."""
+        """Raise the first of :meth:`table_name_problems`, so that a typo stops planning at once
+        instead of surfacing later as another problem."""
+        for _, _, problems in self.table_name_problems(everything=False):
+            if problems:
+                raise problems[0]
+
+    def table_name_problems(self, everything: bool = True) -> list:
+        """(paper, table, errors) of every enabled table: each name it gives that the config or
+        the paper does not define (:func:`mmt_repro.io.unknown_name`, naming the key): its
+        dataset, the feature set of that dataset that its multimodal systems read, its systems,
+        and (``everything``: the preflight, :mod:`mmt_repro.plan.preflight`) its baselines and
+        test sets (splits of the dataset)."""
+        out = []
         for paper, name, table in self.enabled:
             key = f"papers.{paper}.tables.{name}"
+            problems = []
             if table["dataset"] not in self.config["datasets"]:
-                raise unknown_name("dataset", table["dataset"], self.config["datasets"],
-                                   f"{key}.dataset (datasets of the config)")
+                out.append((paper, name, [unknown_name("dataset", table["dataset"], self.config["datasets"],
+                                                       f"{key}.dataset (datasets of the config)")]))
+                continue
             systems = self.settings[paper].systems
+            where = f"systems in {self.settings[paper].path}"
             for system in table.get("systems") or []:
                 if system not in systems:
-                    raise unknown_name("system", system, systems,
-                                       f"{key}.systems (systems in {self.settings[paper].path})")
+                    problems.append(unknown_name("system", system, systems, f"{key}.systems ({where})"))
             # the feature set is read only by a table's multimodal systems (a text-only table of a
             # dataset, e.g. config/cpu_vatex.yaml, may keep the full config's name unconfigured)
             sets = self.config["datasets"][table["dataset"]].get("features") or {}
-            reads = any(systems[s].visual != "none" for s in table.get("systems") or [])
+            reads = any(systems[s].visual != "none" for s in table.get("systems") or [] if s in systems)
             if reads and table.get("features") is not None and table["features"] not in sets:
-                raise unknown_name("feature set", table["features"], sets,
-                                   f"{key}.features (datasets.{table['dataset']}.features of the config)")
+                problems.append(unknown_name("feature set", table["features"], sets,
+                                             f"{key}.features (datasets.{table['dataset']}.features of the config)"))
+            if not everything:
+                out.append((paper, name, problems))
+                continue
+            baseline = table.get("baseline") or {}
+            for value in [baseline] if isinstance(baseline, str) else [v for kv in baseline.items() for v in kv]:
+                if value not in systems:
+                    problems.append(unknown_name("system", value, systems, f"{key}.baseline ({where})"))
+            splits = {*self.dataset_splits(table["dataset"]),
+                      *(k.split("|")[0].split(".")[0] for k in self.corpus_text_files(table["dataset"]))}
+            for test_set in table.get("test_sets") or []:
+                if splits and test_set not in splits:
+                    problems.append(unknown_name("test set", test_set, splits,
+                                                 f"{key}.test_sets (splits of datasets.{table['dataset']})"))
+            out.append((paper, name, problems))
+        return out
 
     def enabled_tables(self) -> list:
         return self.enabled

@@ -58,7 +58,14 @@ class TablePlan:
         if self.config.get("targets"):
             return list(self.config["targets"])
         return ["results/tables/all.tsv", path("stats"), *self.vocab_report_targets(), *self.recipe_targets(),
-                *self.all_figures()]
+                *self.all_figures(), *self.report_pages()]
+
+    def report_pages(self) -> list:
+        """The HTML pages of the Snakemake report (workflow/rules/report.smk): every enabled
+        table, all.tsv, the data statistics and each paper's vocabulary report."""
+        pages = [path("table", paper=p, table=n).removesuffix(".tsv") + ".html" for p, n, _ in self.enabled]
+        pages += ["results/tables/all.html", path("stats").removesuffix(".tsv") + ".html"]
+        return pages + [t.removesuffix(".tsv") + ".html" for t in self.vocab_report_targets()]
 
     def all_figures(self) -> list:
         """A scores figure per table, the attention figure of tables with a `figure` block, the

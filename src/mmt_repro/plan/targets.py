@@ -20,7 +20,10 @@ from .paths import PATHS, WILDCARDS
 
 # Templates that name a stem: the rule's files add a suffix or a folder below it.
 _STEMS = {"data_dir", "features", "model", "embedding_table", "align_model", "backtranslation"}
-_ANY = r"[^/]+?"  # shortest: a table before ".{figure}", a feature set with its ".std"
+_ANY = r"[^/]+?"
+# results/data/ also holds the data reports (stats.tsv, stats/, vocab/ and their .html pages):
+# not datasets
+DATA_REPORTS = {"stats", "vocab"}  # shortest: a table before ".{figure}", a feature set with its ".std"
 
 
 @lru_cache(maxsize=None)
@@ -46,7 +49,7 @@ def template_matches(target: str) -> list[tuple[str, dict]]:
     found = []
     for name in PATHS:
         m = _template_regex(name).fullmatch(target)
-        if m:
+        if m and not (name == "data_dir" and m.group("dataset") in DATA_REPORTS):
             found.append((name, m.groupdict()))
     return found
 
@@ -69,10 +72,11 @@ class TargetPlan:
             base = re.sub(r"\.(std|ctr)$", "", values["feature_set"])
             self.feature_set_config(values["dataset"], base)
 
-    def check_targets(self, targets) -> None:
-        """Check every requested target (paths relative to the working directory; rule names and
-        paths outside the templates pass). A target whose every matching template names an
-        unknown name raises that name's error (:class:`~mmt_repro.io.UnknownNameError`)."""
+    def target_problems(self, targets) -> list[UnknownNameError]:
+        """The error of every requested target (paths relative to the working directory; rule
+        names and paths outside the templates pass) whose every matching template names an
+        unknown name (:class:`~mmt_repro.io.UnknownNameError`), each message once."""
+        problems: dict[str, UnknownNameError] = {}
         for target in targets:
             errors = []
             for _, values in template_matches(str(target)):
@@ -84,4 +88,11 @@ class TargetPlan:
                     errors = []
                     break
             if errors:
-                raise errors[0]
+                problems.setdefault(str(errors[0]), errors[0])
+        return list(problems.values())
+
+    def check_targets(self, targets) -> None:
+        """Raise the first of :meth:`target_problems`."""
+        problems = self.target_problems(targets)
+        if problems:
+            raise problems[0]

@@ -58,6 +58,7 @@ class TrainingWalk:
         self.jobs: dict[tuple, SimpleNamespace] = {}  # key -> wildcards of a training run
         self.deps: dict[tuple, set] = {}  # key -> keys of the training runs its inputs need
         self._seen: dict[str, frozenset] = {}
+        self.leaves: dict[str, None] = {}  # every other file found (text, features, data, ...), in order
 
     def walk(self, targets) -> list[SimpleNamespace]:
         for target in targets:
@@ -115,6 +116,7 @@ class TrainingWalk:
                 found = frozenset().union(*[self._models(f) for f in self._inputs(kind, w, file)])
             self._seen[file] = found
             return found
+        self.leaves[file] = None
         return frozenset()
 
 
