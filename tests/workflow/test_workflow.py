@@ -154,7 +154,21 @@ def test_smoke_figures_and_report(smoke_run):
                     "--report", str(smoke_run / "report.html"))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     html = (smoke_run / "report.html").read_text(errors="replace")
-    assert "figure2.attention.png" in html and "table1.tsv" in html
+    assert "figure2.attention.png" in html and "table1.html" in html
+    # the report as a zip: every table, all.tsv and the data reports are HTML pages in it
+    # (shown inline; a TSV would only be a download button), each labelled by paper and table
+    import zipfile
+
+    res = snakemake("--directory", str(smoke_run), "--configfile", str(REPO / "config" / "smoke.yaml"),
+                    "--report", str(smoke_run / "report.zip"))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    names = zipfile.ZipFile(smoke_run / "report.zip").namelist()
+    pages = sorted(n.rsplit("/", 1)[-1] for n in names if n.startswith("report/data/raw/") and n.endswith(".html"))
+    gathered = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
+    n_tables = len(gathered[["paper", "table"]].drop_duplicates())
+    assert len(pages) == n_tables + 2 + 5  # every table, all.html, stats.html, five vocabulary reports
+    assert {"all.html", "stats.html", "table1.html", "grounded.html"} <= set(pages)
+    assert not any(n.endswith(".tsv") for n in names if n.startswith("report/data/raw/"))
 
 
 @pytest.mark.e2e
