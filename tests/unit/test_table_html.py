@@ -15,7 +15,8 @@ def test_a_results_table_as_html(tmp_path):
                condition="congruent", metric="bleu", ours="50.71", ours_std="0.30", paper_value="51.0",
                delta="-0.29", tolerance="0.74", verdict="reproduced", n_seeds="3", note="a <note> & more",
                runs="results/models/emb_pred/nmt/multi30k.fr-en.seed1.best.pt", signature="nrefs:1|case:mixed")
-    other = dict(row, system="nmt_pre", ours="49.00", delta="-3.33", verdict="outside (differs)", note="")
+    row["note"] = "cpu run; a <note> & more"
+    other = dict(row, system="nmt_pre", ours="49.00", delta="-3.33", verdict="outside (differs)", note="cpu run")
     pd.DataFrame([row, other]).to_csv(tmp_path / "t.tsv", sep="\t", index=False)
     html = table_html(tmp_path / "t.tsv", tmp_path / "t.html", title="emb_pred / table1").read_text()
     assert html.startswith("<!DOCTYPE html>") and "<h1>emb_pred / table1</h1>" in html
@@ -24,6 +25,9 @@ def test_a_results_table_as_html(tmp_path):
     assert "<td class='reproduced'>reproduced (±0.74)</td>" in html
     assert "<td class='differs'>outside (differs) (±0.74)</td>" in html
     assert "a &lt;note&gt; &amp; more" in html and "<note>" not in html
+    assert html.count("cpu run") == 1 and "Every row we produced: cpu run" in html  # said once
+    # first the table as the paper lays it out: systems as rows, each cell ours (paper, delta)
+    assert "as the paper lays it out" in html and "50.71 (51.0, -0.29)" in html
     assert "<code>results/models/emb_pred/nmt/multi30k.fr-en.seed1.best.pt</code>" in html
     assert "<script" not in html
 

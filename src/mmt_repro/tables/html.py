@@ -64,13 +64,23 @@ def table_html(table_tsv: str | os.PathLike, out_html: str | os.PathLike, title:
     if not need <= set(df.columns):
         raise DataError(path, f"not a results table (lacks {sorted(need - set(df.columns))})",
                         "render a table written by make_table")
-    body = []
+    body = _paper_shaped(path)
+    if body:
+        body.append("<h2>Every row</h2>")
     for (paper, table, pair, test_set), grp in df.groupby(["paper", "table", "pair", "test_set"], sort=True):
         body.append(f"<h2>{html.escape(paper)} / {html.escape(table)} / {html.escape(pair)} / "
                     f"{html.escape(test_set)}</h2>")
+        # a note every produced row of the block carries (the run's caveat) is said once, above it
+        produced = [str(n) for n, o in zip(grp.get("note", []), grp["ours"]) if o != ""]
+        common = [part for part in (produced[0].split("; ") if produced else [])
+                  if part and all(part in n.split("; ") for n in produced)]
+        if common:
+            body.append(f"<p class='caption'>Every row we produced: {html.escape('; '.join(common))}</p>")
         rows = ["<table><tr><th>system</th><th>condition</th><th>metric</th><th>ours</th><th>paper</th>"
                 "<th>delta</th><th>verdict</th><th>seeds</th><th>p</th><th>note</th></tr>"]
         for r in grp.itertuples(index=False):
+            note = "; ".join(part for part in str(getattr(r, "note", "")).split("; ")
+                             if part and not (r.ours != "" and part in common))
             ours = _num(r.ours)
             std = _num(getattr(r, "ours_std", ""))
             if ours and std:
@@ -86,7 +96,7 @@ def table_html(table_tsv: str | os.PathLike, out_html: str | os.PathLike, title:
                 f"<td class='num'>{ours}</td><td class='num'>{paper_value}</td><td class='num'>{delta}</td>"
                 f"<td class='{css}'>{shown}</td><td class='num'>{html.escape(str(getattr(r, 'n_seeds', '')))}</td>"
                 f"<td class='num'>{_num(getattr(r, 'p_value', ''), '{:.3g}')}</td>"
-                f"<td class='note'>{html.escape(getattr(r, 'note', ''))}</td></tr>")
+                f"<td class='note'>{html.escape(note)}</td></tr>")
         rows.append("</table>")
         body.extend(rows)
         runs = sorted({run for v in grp.get("runs", pd.Series(dtype=str)) for run in str(v).split() if run})
@@ -97,6 +107,27 @@ def table_html(table_tsv: str | os.PathLike, out_html: str | os.PathLike, title:
     with atomic_write(out_html) as fh:
         fh.write(_page(title or f"{path.parent.name} / {path.stem}", caption, body))
     return Path(out_html)
+
+
+def _paper_shaped(path: Path) -> list[str]:
+    """The tables as the papers lay them out (:mod:`mmt_repro.tables.paper_view`): systems as
+    rows, the paper's metrics as columns, each cell ``ours (paper, Δ)``."""
+    from .paper_view import paper_tables, read_results
+
+    try:
+        tables = paper_tables(read_results(path))
+    except (KeyError, ValueError):  # a table without the columns the view needs: the rows alone
+        return []
+    out = []
+    for t in tables:
+        out.append(f"<h2>{html.escape(t.caption)}: as the paper lays it out</h2>")
+        out.append("<p class='caption'>each cell: ours (paper, Δ); ours is the mean over seeds</p><table><tr><th>"
+                   "system</th>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in t.grid.columns) + "</tr>")
+        for system, row in zip(t.grid.index, t.grid.itertuples(index=False)):
+            out.append(f"<tr><td>{html.escape(str(system))}</td>"
+                       + "".join(f"<td class='num'>{html.escape(str(v))}</td>" for v in row) + "</tr>")
+        out.append("</table>")
+    return out
 
 
 def tsv_html(tsv: str | os.PathLike, out_html: str | os.PathLike, title: str = "", caption: str = "") -> Path:
