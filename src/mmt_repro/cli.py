@@ -115,6 +115,19 @@ def _export(args) -> int:
     return 0
 
 
+def _list(args) -> int:
+    from .config import deep_update, load_yaml
+    from .plan import Plan
+    from .plan.listing import catalogue, format_catalogue
+
+    repo = Path(__file__).resolve().parents[2]
+    config = load_yaml(repo / "config" / "config.yaml")
+    for f in args.configfile or []:
+        config = deep_update(config, load_yaml(Path(f)))
+    print(format_catalogue(catalogue(Plan(config, repo), args.paper)))
+    return 0
+
+
 def _config_docs(args) -> int:
     from .config import schema_reference
     from .io import atomic_write
@@ -190,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="the target side's segmentation, merged back in the output")
     p.add_argument("--device", default="auto")
     p.set_defaults(func=_translate)
+    p = sub.add_parser("list", help="papers, tables, systems and test sets, what each needs, the target to ask for")
+    p.add_argument("paper", nargs="?", help="one paper (default: every paper)")
+    p.add_argument("--configfile", nargs="+", help="config files merged on top of config/config.yaml")
+    p.set_defaults(func=_list)
     p = sub.add_parser("export", help="a trained system as one folder: safetensors weights, config and vocabularies")
     p.add_argument("checkpoint", help="a .best.pt (its .job.json beside it names the vocabularies)")
     p.add_argument("out", help="the folder to write")

@@ -27,6 +27,7 @@ TESTED = {
     "check-config": "test_check_accepts_the_smoke_overlay_and_names_every_bad_key_from_any_directory",
     "translate": "test_translate_decodes_with_a_trained_checkpoint_and_score_scores_it",
     "export": "test_translate_decodes_with_a_trained_checkpoint_and_score_scores_it",
+    "list": "test_list_shows_what_each_table_needs_and_its_target",
     "score": "test_score_of_a_hypothesis_equal_to_its_reference",
     "config-docs": "test_config_docs_prints_and_writes_the_reference",
     "plan": "tests/unit/test_cost_plan.py",
@@ -225,3 +226,24 @@ def test_python_dash_m_reports_a_user_error_without_a_traceback(tmp_path):
     assert out.returncode == 1
     assert out.stderr.startswith("error: ") and "none.tsv: table does not exist" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_list_shows_what_each_table_needs_and_its_target(capsys):
+    """Issue 27 (3): papers x tables x systems, what each needs, whether it is configured, the
+    target path; from any directory, an unknown paper without a traceback."""
+    assert main(["list", "emb_pred"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("emb_pred\n")
+    assert "  table1           NEEDS INPUT              results/tables/emb_pred/table1.tsv" in out
+    assert "needs images: NOT SET (datasets.multi30k.images)" in out
+    assert "  retrieval        ready                    results/tables/emb_pred/retrieval.tsv" in out
+    assert main(["list", "bertgen"]) == 0
+    out = capsys.readouterr().out
+    block = re.split(r"\n  \S", out.split("  table2_coco ")[1])[0]
+    assert "pretrained features butd-regions: NOT SET" in block and "weights vl_bert_base: NOT SET" in block
+    assert "needs images" not in block  # the pretrained regions stand in for the images
+    assert main(["list", "--configfile", str(REPO / "config" / "smoke.yaml")]) == 0
+    smoke = capsys.readouterr().out
+    assert "NEEDS INPUT" not in smoke and "ready" in smoke  # the smoke run needs nothing from outside
+    assert main(["list", "nope"]) == 1
+    assert "unknown paper 'nope'" in capsys.readouterr().err
