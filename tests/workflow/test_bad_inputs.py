@@ -111,7 +111,7 @@ def test_missing_mirror_stops_the_workflow_naming_the_key(wf, tmp_path):
                        "--cores", "1", timeout=300)
     out = res.stdout + res.stderr
     assert res.returncode != 0
-    assert "the mirror folder does not exist" in out and MIRROR_KEY in out, out[-3000:]
+    assert "the mirror folder set by `inputs.mirror` does not exist" in out and MIRROR_KEY in out, out[-3000:]
     assert not (tmp_path / "results/data/multi30k/val.en").exists()
 
 

@@ -24,9 +24,19 @@ def snakemake(*args, cwd=REPO, timeout=1500):
     )
 
 
+# One environment runs every rule (envs/mmt-repro.yaml = pyproject.toml; README, "Full
+# reproduction"): per-rule conda envs drifted and broke (issue 27, item 7), so Snakemake's lint
+# asking for a conda env or container per rule is the one lint accepted.
+ACCEPTED_LINTS = ("Specify a conda environment or container for each rule.",)
+
+
 def test_lint_is_clean():
     res = snakemake("--lint", "--configfile", "config/smoke.yaml")
-    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout + res.stderr
+    found = [line.strip().lstrip("* ").rstrip(":") for line in out.splitlines() if line.strip().startswith("* ")]
+    other = sorted({lint for lint in found if lint not in {a.rstrip(":") for a in ACCEPTED_LINTS}})
+    assert other == [], out[-5000:]
+    assert res.returncode == 0 or found, out[-3000:]
 
 
 def test_rules_are_snakefmt_formatted():
@@ -62,7 +72,8 @@ def test_unknown_config_key_stops_the_run_naming_it(tmp_path):
     bad.write_text("papers:\n  doubly_attentive:\n    overrides:\n      decode: {beamsize: 3}\n", encoding="utf-8")
     res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
     assert res.returncode != 0
-    assert "decode: unknown setting key(s) ['beamsize']" in res.stdout + res.stderr
+    out = res.stdout + res.stderr
+    assert "papers.doubly_attentive.overrides.decode.beamsize: unknown key" in out and "'beam_size'" in out
 
 
 def test_wrong_type_stops_the_run_naming_the_key(tmp_path):
@@ -74,8 +85,8 @@ def test_wrong_type_stops_the_run_naming_the_key(tmp_path):
 
 
 def test_unknown_model_key_in_override_is_refused_before_any_job_runs(tmp_path):
-    """Model configs are checked once per real run (onstart; it imports torch), not while
-    planning: a dry run plans, the real run stops before its first job."""
+    """A model_config key typo in an override stops the run at planning (the preflight reads
+    the models' dataclass fields without torch), blamed on the override's key path."""
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "papers:\n  doubly_attentive:\n    overrides:\n      systems:\n        nmt:\n"
@@ -86,7 +97,8 @@ def test_unknown_model_key_in_override_is_refused_before_any_job_runs(tmp_path):
     res = snakemake(target, "--cores", "1", "--directory", str(tmp_path), "--configfile", str(bad))
     assert res.returncode != 0
     out = res.stdout + res.stderr
-    assert "system 'nmt'" in out and "emb_dimm" in out and "valid keys" in out
+    assert "overrides.systems.nmt.model_config.emb_dimm: unknown key" in out and "Valid:" in out
+    assert "Traceback" not in out
     assert not (tmp_path / target).exists()
 
 
@@ -226,7 +238,8 @@ def test_request_only_images_fail_with_where_to_request_them(tmp_path):
     out = res.stdout + res.stderr
     assert "(flickr30k_images) is request-only" in out and "https://forms.illinois.edu/sec/229675" in out
     assert "set `datasets.multi30k.images`" in out
-    assert (tmp_path / "results/data/multi30k/image_splits/val.txt").exists()  # built inputs are kept
+    # found at planning, before anything runs (no download, no text preparation first)
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.e2e  # every real input through its DAG stage (~20 s): not for the fast lane

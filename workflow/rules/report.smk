@@ -18,7 +18,7 @@ rule table_html:
         "results/logs/table_html/{paper}/{table}.log",
     localrule: True
     params:
-        kind="results",
+        kind="table",
         title=lambda w: f"{w.paper} / {w.table}: ours beside the paper",
         caption="ours = mean over seeds (± sample std); paper = the published value; verdict: "
         "within two of the paper's standard deviations (±0.5 without a spread).",
@@ -41,7 +41,7 @@ rule all_html:
         "results/logs/table_html/all.log",
     localrule: True
     params:
-        kind="results",
+        kind="table",
         title="All tables (results/tables/all.tsv)",
         caption="Every paper's tables gathered; the same columns as each table.",
     script:
@@ -64,7 +64,7 @@ rule data_html:
         report=r"stats|vocab/[a-z][a-z0-9_]*",
     localrule: True
     params:
-        kind="data",
+        kind="tsv",
         title=lambda w: {"stats": "Corpora: sentences, tokens, types, OOV rate"}.get(
             w.report,
             f"Vocabularies of {w.report.split('/')[-1]}: sizes, merges, <unk> rates",
