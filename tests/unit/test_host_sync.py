@@ -195,3 +195,28 @@ def test_to_device_on_the_cpu_keeps_the_tensors():
     batch = {"a": torch.ones(2), "b": [1, 2], "c": None}
     out = to_device(batch, torch.device("cpu"))
     assert out["a"] is batch["a"] and out["b"] == [1, 2] and out["c"] is None
+
+
+def test_masked_attention_asks_the_device_nothing_and_zeroes_empty_rows(monkeypatch):
+    """Issue 23: the Transformer's attention checked `bool(empty.any())` on every call (a host
+    sync per attention call on a GPU). Now nothing in it turns a tensor into a Python value,
+    and a row whose keys are all masked still gives zeros; the others are unchanged."""
+    import torch
+
+    from mmt_repro.models.transformer import attention
+
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 2, 4, 8), torch.randn(3, 2, 5, 8), torch.randn(3, 2, 5, 8)
+    key_mask = torch.tensor([[True] * 5, [True, True, False, False, False], [False] * 5])
+    reads = []
+    real_bool, real_item = torch.Tensor.__bool__, torch.Tensor.item
+    monkeypatch.setattr(torch.Tensor, "__bool__", lambda t: reads.append("bool") or real_bool(t))
+    monkeypatch.setattr(torch.Tensor, "item", lambda t: reads.append("item") or real_item(t))
+    for need_weights in (False, True):
+        out, weights = attention(q, k, v, key_mask, need_weights=need_weights)
+        assert reads == []
+        assert torch.equal(out[2], torch.zeros_like(out[2]))
+        ref = torch.softmax((q[1] @ k[1, :, :2].transpose(-2, -1)) / 8 ** 0.5, -1) @ v[1, :, :2]
+        assert torch.allclose(out[1], ref, atol=1e-5)
+        if weights is not None:
+            assert torch.equal(weights[2], torch.zeros_like(weights[2]))

@@ -197,15 +197,14 @@ class MultiHeadAttention(nn.Module):
 def attention(q, k, v, key_mask=None, causal: bool = False, dropout: float = 0.0, need_weights: bool = False):
     """``softmax(q k^T / sqrt(d_k)) v`` for ``q (batch, heads, q_len, d_k)``, ``k``/``v (batch,
     heads, k_len, d_k)``, ``key_mask (batch, k_len)`` (True = real); returns ``(out, weights or
-    None)``. Rows whose keys are all masked give zeros."""
+    None)``. Rows whose keys are all masked give zeros. No host synchronisation: the all-masked
+    rows are unmasked for the softmax and zeroed after it whether there are any or not (asking
+    first would wait for the device on every call)."""
     empty = None
     mask = None
     if key_mask is not None:
         empty = ~key_mask.any(-1)  # (batch,)
-        if bool(empty.any()):
-            key_mask = key_mask | empty.unsqueeze(-1)
-        else:
-            empty = None
+        key_mask = key_mask | empty.unsqueeze(-1)
         mask = key_mask[:, None, None, :]
     if need_weights:
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
