@@ -153,7 +153,7 @@ BASE_TRANSFORMER = dict(d_model=512, n_heads=8, d_ff=2048, enc_layers=6, dec_lay
                         attention_dropout=0.1, label_smoothing=0.1)
 YANG_S2S = dict(emb_dim=512, hidden=512, enc_layers=2, dec_layers=2, att_dim=512, dropout=0.3)
 YANG_AGREE = dict(img_dim=2048, co_attention=True, subspaces=8, beta_gate=True, weighting="adaptive", lambda_fwd=0.2,
-                  lambda_bwd=0.2, detach_beta=False)
+                  lambda_bwd=0.2, detach_beta=False, agreement_grad="own")
 ADAM_VASWANI = dict(optimizer="adam", betas=(0.9, 0.98), eps=1e-9)
 
 CASES = {
@@ -181,7 +181,7 @@ CASES = {
         decode=dict(max_len=100, max_len_a=2.0, max_len_b=10, batch_size=32), beams=(1, 5)),
     "visual_agreement.soft": dict(
         model="visual_agreement.seq2seq", paper="visual_agreement", system="soft",
-        config={**YANG_S2S, **YANG_AGREE, "agreement": "soft"},
+        config={**YANG_S2S, **YANG_AGREE, "agreement": "soft", "damt_gate": False},
         vocab=(10000, 10000), batch=64, src_len=(8, 20), tgt_len=(8, 20), img=(36, 2048), min_regions=None,
         optim=dict(optimizer="adam", lr=3e-4), clip=5.0, paper_amp=False,
         decode=dict(max_len=80, max_len_a=2.0, max_len_b=10, batch_size=32), beams=(1, 5)),

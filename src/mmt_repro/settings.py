@@ -87,7 +87,8 @@ class TrainConfig:
     lr_patience: int = 2  # plateau schedule: epochs without improvement before lowering lr
     lr_decay: float = 0.5  # plateau and epoch_decay: factor applied to lr
     warmup_steps: int = 0  # inverse_sqrt and linear: updates of linear warm-up from 0 to lr
-    decay_steps: int = 0  # linear: the update at which lr reaches 0 (0: max_epochs x updates per epoch)
+    decay_steps: int = 0  # linear: the update at which lr reaches 0 (0: decay_epochs x updates per epoch)
+    decay_epochs: float = 0.0  # linear without decay_steps: the epoch at whose end lr reaches 0 (0: max_epochs)
     val_beam: int = 1  # beam size for validation decoding (1: greedy)
     val_max_len: int = 80  # maximum length of validation translations
     val_batch_size: int = 64  # sentences per validation batch
@@ -105,6 +106,8 @@ class TrainConfig:
             raise ValueError("lr_schedule inverse_sqrt needs warmup_steps >= 1")
         if self.accumulate < 1:
             raise ValueError(f"accumulate must be >= 1, got {self.accumulate}")
+        if self.decay_epochs < 0:
+            raise ValueError(f"decay_epochs must be >= 0 (0: max_epochs), got {self.decay_epochs}")
         if len(self.adam_betas) != 2:
             raise ValueError(f"adam_betas needs two values (beta1, beta2), got {self.adam_betas}")
 
@@ -114,7 +117,7 @@ def make_train_config(values: dict | None) -> TrainConfig:
 
 
 
-METRICS = ("bleu", "meteor", "chrf3", "ter", "cider")
+METRICS = ("bleu", "bleu_lc", "meteor", "chrf3", "ter", "cider")
 BLEU_TOKENIZERS = ("none", "13a", "intl", "zh", "char")
 
 
@@ -142,7 +145,7 @@ class DecodeSettings:
 class ScoringSettings:
     """How a paper scores its translations."""
 
-    metrics: list[str] = field(default_factory=lambda: ["bleu"])  # of: bleu, meteor, chrf3, ter, cider
+    metrics: list[str] = field(default_factory=lambda: ["bleu"])  # of: bleu, bleu_lc, meteor, chrf3, ter, cider
     tokenize: str = "none"  # sacreBLEU tokeniser; none = the text is tokenised already (multi-bleu style)
     bleu_compat: str = "multi-bleu"  # multi-bleu (multi-bleu.perl-compatible) | sacrebleu
     meteor_lang: str | None = None  # METEOR language; None = the target language

@@ -159,6 +159,36 @@ def test_regions_get_the_whole_image_as_slot_0_and_text_sees_it(vocab, tmp_path)
     assert geo[0, 0].tolist() == [0, 0, 1, 1, 1, 1]
 
 
+@pytest.mark.parametrize("over, want", [
+    ({}, (0.0, 0.0)),  # VL-BERT's visual_scale_text_init / visual_scale_object_init
+    ({"visual_ln_init": 1.0}, (1.0, 1.0)),
+    ({"visual_ln_text_init": 0.0, "visual_ln_object_init": 1.0}, (0.0, 1.0)),
+    ({"visual_ln_init": 1.0, "visual_ln_text_init": 0.02}, (0.02, 1.0)),
+])
+def test_visual_layernorm_scales_at_init_are_the_configs(vocab, over, want):
+    """The text positions' and the region positions' visual LayerNorms start at the configured
+    scales (each apart, or both from visual_ln_init); their biases at 0."""
+    model = tiny(vocab, **over)
+    for ln, scale in zip((model.visual_ln_text, model.visual_ln_object), want):
+        assert torch.equal(ln.weight, torch.full_like(ln.weight, scale))
+        assert not ln.bias.any()
+
+
+def test_text_scale_zero_keeps_the_image_off_text_positions(vocab, tmp_path):
+    """visual_ln_text_init 0: at initialisation a text position's embedding does not depend on
+    the image (the image enters through the region positions only)."""
+    model = tiny(vocab, visual_ln_text_init=0.0, visual_ln_object_init=1.0).eval()
+    src, tgt = corpus(tmp_path, 2)
+    data = ParallelData(src, vocab, tgt, vocab, features=Regions(2), langs=("en", "de"))
+    lay = model.wrap_training_data(data).collate(np.array([[0, 0], [0, 1]]))
+    lay = Layout.from_batch(lay)
+    obj = torch.randn(2, 5, TINY["hidden_size"])
+    a, b = model.embed(lay, obj), model.embed(lay, torch.randn_like(obj))
+    text, region = lay.kind == TEXT, lay.kind == REGION
+    assert torch.equal(a[text], b[text])
+    assert not torch.allclose(a[region], b[region])
+
+
 # ----------------------------------------------------------------------------- unrolling
 
 

@@ -56,6 +56,7 @@ TF_IMG = {**TF, "img_dim": D_IMG, "subspaces": 2}
 MODELS = [
     ("visual_agreement.seq2seq_text", S2S),
     ("visual_agreement.seq2seq", {**S2S_IMG, "co_attention": False}),
+    ("visual_agreement.seq2seq", {**S2S_IMG, "co_attention": False, "damt_gate": True}),
     ("visual_agreement.seq2seq", S2S_IMG),
     ("visual_agreement.seq2seq", {**S2S_IMG, "beta_gate": True, "agreement": "hard"}),
     ("visual_agreement.seq2seq", {**S2S_IMG, "beta_gate": True, "agreement": "soft"}),
@@ -173,14 +174,75 @@ def test_forward_logs_both_directions_and_gradients_reach_both(name, cfg):
         assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in part.parameters())
 
 
-def test_agreement_gradient_reaches_the_other_model():
-    """Delta couples the two: with the NLL terms removed, the forward term alone moves the backward model."""
-    model = _model("visual_agreement.seq2seq", {**S2S_IMG, "agreement": "soft", "weighting": "frozen"})
+@pytest.mark.parametrize("grad", ["own", "both"])
+@pytest.mark.parametrize("agreement", ["hard", "soft"])
+def test_agreement_gradient_reaches_the_other_model_only_under_both(grad, agreement):
+    """``both``: Delta couples the two, the forward term alone moves the backward model; ``own``
+    (the paper's eqs. 19-20): the forward term moves the forward model only."""
+    model = _model("visual_agreement.seq2seq", {**S2S_IMG, "agreement": agreement, "weighting": "frozen",
+                                                "agreement_grad": grad})
     batch = _batch()
     f, b, rev = model.attention_pair(batch)
     agree_f, _ = model._agreement(batch, rev, f, b)
     agree_f.backward()
-    assert model.bwd.att_v.v.weight.grad.abs().sum() > 0
+    assert model.fwd.att_v.v.weight.grad.abs().sum() > 0
+    bwd_grads = [p.grad.abs().sum() for p in model.bwd.parameters() if p.grad is not None]
+    if grad == "both":
+        assert model.bwd.att_v.v.weight.grad.abs().sum() > 0
+    else:
+        assert not bwd_grads or max(bwd_grads) == 0
+
+
+def test_image_row_has_damts_gate_on_the_visual_context():
+    """+ Image with ``damt_gate`` (Calixto et al.'s eq. 8): beta = sigmoid(W_beta s_{t-1} + b) per
+    step; a closed gate makes the output blind to the image, an open one does not."""
+    model = _model("visual_agreement.seq2seq", {**S2S_IMG, "co_attention": False, "damt_gate": True}).eval()
+    batch = _batch()
+    other = {**batch, "img": torch.randn_like(batch["img"])}
+    f, _, _ = model.attention_pair(batch)
+    assert f["beta"].shape == batch["tgt_in"].shape and bool(((f["beta"] > 0) & (f["beta"] < 1)).all())
+    assert not torch.allclose(model(batch)["nll_fwd"], model(other)["nll_fwd"])
+    with torch.no_grad():
+        for part in (model.fwd, model.bwd):
+            part.damt_beta.weight.zero_()
+            part.damt_beta.bias.fill_(-60.0)
+    torch.testing.assert_close(model(batch)["nll_fwd"], model(other)["nll_fwd"])
+    with pytest.raises(ValueError, match="damt_gate"):
+        _model("visual_agreement.seq2seq", {**S2S_IMG, "damt_gate": True})  # with co-attention
+
+
+def _agreement_grads(name, cfg, lam_f, lam_b):
+    """Gradients of the agreement part of the loss (loss at the lambdas minus loss at 0, 0):
+    ``(forward parameters, backward parameters)`` as two flat vectors."""
+    grads = []
+    for lf, lb in ((lam_f, lam_b), (0.0, 0.0)):
+        model = _model(name, {**cfg, "lambda_fwd": lf, "lambda_bwd": lb})
+        model(_batch())["loss"].backward()
+        grads.append([torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten()
+                                 for p in part.parameters()]) for part in (model.fwd, model.bwd)])
+    return grads[0][0] - grads[1][0], grads[0][1] - grads[1][1]
+
+
+@pytest.mark.parametrize("name,cfg", [
+    ("visual_agreement.seq2seq", {**S2S_IMG, "beta_gate": True, "agreement": "hard"}),
+    ("visual_agreement.seq2seq", {**S2S_IMG, "agreement": "soft", "weighting": "frozen"}),
+    ("visual_agreement.transformer", {**TF_IMG, "beta_gate": True, "agreement": "soft", "align_layer": 1}),
+])
+def test_per_direction_lambdas_scale_their_own_model_only(name, cfg):
+    """The paper's lambda_1 = 0.5, lambda_2 = 0.1 (En-Fr): under ``agreement_grad: own`` (the
+    default) the agreement gradient reaching the forward parameters scales with lambda_1 alone and
+    the one reaching the backward parameters with lambda_2 alone, so asymmetric lambdas differ in
+    effect; under ``both`` lambda_1 moves the backward model too."""
+    gf, gb = _agreement_grads(name, cfg, 0.5, 0.0)
+    assert gf.abs().sum() > 0 and gb.abs().max() < 1e-7  # lambda_2 = 0: the backward model is untouched
+    gf2, gb2 = _agreement_grads(name, cfg, 0.0, 0.1)
+    assert gb2.abs().sum() > 0 and gf2.abs().max() < 1e-7
+    gf3, gb3 = _agreement_grads(name, cfg, 1.0, 0.2)  # both doubled: each part doubles
+    torch.testing.assert_close(gf3, 2 * gf, rtol=1e-3, atol=1e-6)
+    torch.testing.assert_close(gb3, 2 * gb2, rtol=1e-3, atol=1e-6)
+    assert not torch.allclose(_agreement_grads(name, cfg, 0.5, 0.1)[0], _agreement_grads(name, cfg, 0.1, 0.5)[0])
+    _, gb_both = _agreement_grads(name, {**cfg, "agreement_grad": "both"}, 0.5, 0.0)
+    assert gb_both.abs().sum() > 0  # today's joint reading: the forward term trains the backward model
 
 
 @pytest.mark.parametrize("name,cfg", MODELS)

@@ -93,6 +93,20 @@ def test_lowercase_option():
     assert "case:lc" in s_lc["bleu"]["signature"] and "case:mixed" in s_cased["ter"]["signature"]
 
 
+@pytest.mark.parametrize("compat", ["multi-bleu", "sacrebleu"])
+def test_bleu_lc_is_lowercased_bleu_beside_the_cased_one(compat):
+    """``bleu_lc`` (Yang et al.: the cased score beside the lowercased one of Elliott and Kadar's
+    metrics): the cased ``bleu`` stays cased, ``bleu_lc`` equals ``bleu`` with lowercase=True."""
+    hyps = ["The Cat sat on a Mat .", "A Dog runs"]
+    refs = [["the cat sat on the mat .", "a dog runs"]]
+    both = corpus_scores(hyps, refs, metrics=["bleu", "bleu_lc"], tokenize="none", bleu_compat=compat)
+    lc = corpus_scores(hyps, refs, metrics=["bleu"], tokenize="none", bleu_compat=compat, lowercase=True)
+    assert both["bleu_lc"]["value"] == pytest.approx(lc["bleu"]["value"])
+    assert both["bleu_lc"]["value"] > both["bleu"]["value"]
+    assert "case:lc" in both["bleu_lc"]["signature"] and "case:mixed" in both["bleu"]["signature"]
+    assert set(both) == {"bleu", "bleu_lc"}
+
+
 # --------------------------------------------------------------------------- chrF and TER by hand
 
 

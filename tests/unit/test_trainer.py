@@ -138,6 +138,21 @@ def test_linear_schedule_reaches_zero_at_the_last_update_and_resumes(toy_corpus,
     assert last["scheduler"]["last_epoch"] == 24
 
 
+def test_linear_schedule_decays_towards_decay_epochs(toy_corpus, tmp_path):
+    """decay_epochs 6 with max_epochs 3 (BertGen's code decays towards epoch 60 of 45 trained):
+    after 3 epochs x 8 updates the rate of the next (25th) update is (48 - 25) / (48 - 4) of its
+    peak, not 0."""
+    run(toy_corpus, tmp_path, lr_schedule="linear", warmup_steps=4, max_epochs=3, decay_epochs=6)
+    last = read_checkpoint(tmp_path / "last.pt")
+    peak = last["optimizer"]["param_groups"][0]["initial_lr"]
+    assert last["optimizer"]["param_groups"][0]["lr"] == pytest.approx(peak * 23 / 44)
+
+
+def test_negative_decay_epochs_is_refused():
+    with pytest.raises(ValueError, match="decay_epochs"):
+        make_train_config({"decay_epochs": -1})
+
+
 def test_frozen_parameters_are_not_given_to_the_optimiser(toy_corpus, tmp_path):
     from mmt_repro.models import Vocabs, build_model
     from mmt_repro.train.trainer import _optimizer
@@ -192,3 +207,21 @@ def test_accumulated_update_equals_one_batch_of_both(toy_corpus, tmp_path):
 def test_bad_training_settings_are_refused(bad, match):
     with pytest.raises(ValueError, match=match):
         make_train_config(bad)
+
+
+def test_a_run_resumes_across_code_that_added_a_setting_at_its_default():
+    """A paper-setting run spans sessions: a TrainConfig or model-config field added meanwhile
+    (at its default) must not throw its .last.pt away; a changed value must."""
+    from mmt_repro.train.trainer import same_configuration
+
+    defaults = {"train": {"lr": 1.0, "decay_epochs": 0}, "model": {"emb_dim": 300, "new_switch": "none"}}
+    saved = {"model": {"emb_dim": 300}, "train": {"lr": 0.5}}
+    assert same_configuration(saved, {"model": {"emb_dim": 300}, "train": {"lr": 0.5}}, defaults)
+    assert same_configuration(saved, {"model": {"emb_dim": 300, "new_switch": "none"},
+                                      "train": {"lr": 0.5, "decay_epochs": 0}}, defaults)
+    assert not same_configuration(saved, {"model": {"emb_dim": 300}, "train": {"lr": 0.5, "decay_epochs": 60}},
+                                  defaults)  # the new setting is not at its default
+    assert not same_configuration(saved, {"model": {"emb_dim": 256}, "train": {"lr": 0.5}}, defaults)
+    assert not same_configuration({"model": {"emb_dim": 300, "gone": 1}, "train": {"lr": 0.5}},
+                                  {"model": {"emb_dim": 300}, "train": {"lr": 0.5}}, defaults)
+    assert not same_configuration(saved, {**saved, "init_checkpoint": "x.pt"}, defaults)

@@ -11,6 +11,11 @@ Metric keys (all values in percent, like the papers report them):
     is already tokenised exactly like Moses ``multi-bleu.perl`` (Calixto et al. 2017 report
     "cased, tokenized sentences with punctuation"); ``"13a"`` is sacreBLEU's default for
     detokenised text.
+``bleu_lc``
+    ``bleu`` on lowercased hypotheses and references (multi-bleu.perl ``-lc``, sacreBLEU
+    ``lowercase=True``; signature ``case:lc``), whatever ``lowercase`` says: a paper scored cased
+    carries the lowercased figure beside it (Yang et al. follow Elliott and Kadar, whose
+    Multi30k text and metrics are lowercased).
 ``chrf3``
     ``sacrebleu.metrics.CHRF(beta=3)``: character 6-gram F3, sacreBLEU's default
     effective-order averaging (no eps smoothing), whitespace ignored.
@@ -78,7 +83,7 @@ from mmt_repro.io import DataError, atomic_write, read_lines
 log = logging.getLogger(__name__)
 
 #: Metric names accepted by :func:`corpus_scores`. ``chrf3`` also adds ``chrf3_prec``/``chrf3_rec``.
-VALID_METRICS = ("bleu", "chrf3", "chrf3_prec", "chrf3_rec", "ter", "meteor", "cider")
+VALID_METRICS = ("bleu", "bleu_lc", "chrf3", "chrf3_prec", "chrf3_rec", "ter", "meteor", "cider")
 #: How BLEU is computed: sacreBLEU's defaults (exp smoothing) or Moses multi-bleu.perl's.
 BLEU_COMPAT = ("sacrebleu", "multi-bleu")
 #: Tokenisers allowed for Chinese BLEU (see the module docstring).
@@ -262,9 +267,9 @@ def corpus_scores(
     metrics = _check_metrics(metrics, VALID_METRICS)
     if bleu_compat not in BLEU_COMPAT:
         raise ValueError(f"unknown bleu_compat {bleu_compat!r}; valid: {', '.join(BLEU_COMPAT)}")
-    if "bleu" in metrics and bleu_compat == "multi-bleu" and tokenize != "none":
+    if {"bleu", "bleu_lc"} & set(metrics) and bleu_compat == "multi-bleu" and tokenize != "none":
         raise ValueError(f"bleu_compat='multi-bleu' scores tokenised text as is: use tokenize='none', not {tokenize!r}")
-    if "bleu" in metrics and _is_chinese(lang):
+    if {"bleu", "bleu_lc"} & set(metrics) and _is_chinese(lang):
         _check_chinese_tokenize(tokenize)
     if "meteor" in metrics and not lang:
         raise ValueError("metric 'meteor' needs lang= (the target language, e.g. 'de'); Meteor's modules depend on it")
@@ -278,6 +283,11 @@ def corpus_scores(
             out["bleu"] = multibleu(hyps, refs, lowercase=lowercase)
         else:
             out["bleu"] = _bleu_entry(hyps, refs, tokenize, lowercase)
+    if "bleu_lc" in metrics:  # BLEU as above on lowercased text (multi-bleu.perl -lc), beside a cased bleu
+        if bleu_compat == "multi-bleu":
+            out["bleu_lc"] = multibleu(hyps, refs, lowercase=True)
+        else:
+            out["bleu_lc"] = _bleu_entry(hyps, refs, tokenize, True)
 
     if any(k in metrics for k in ("chrf3", "chrf3_prec", "chrf3_rec")):
         m = _make_metric("chrf3", tokenize, lowercase)

@@ -90,12 +90,21 @@ class BertGenConfig:
     init: str = "hybrid"
     init_std: float = 0.02  # std of the random initialisation (BERT's initializer_range)
     # scale of the visual LayerNorms at initialisation (VL-BERT's visual_scale_text/object_init: 0,
-    # the image enters as training grows them; pre-trained weights replace it)
+    # the image enters as training grows them; pre-trained weights replace it): both at once, or
+    # each apart (None: visual_ln_init). The text LayerNorm scales the whole-image vector every text
+    # position of an image task adds to its word; the object LayerNorm the region positions.
     visual_ln_init: float = 0.0
+    visual_ln_text_init: float | None = None
+    visual_ln_object_init: float | None = None
     lang_tokens: dict = field(default_factory=lambda: dict(LANG_TOKENS))  # language -> specifier token
     pack_len: int = 0  # training rows packed with several unrolled examples up to this length (0: one per row)
     epoch_examples: int = 0  # an epoch = this many reference-task examples (0: one pass, the paper's epoch)
     use_sdpa: bool = True  # HF's SDPA attention (FlashAttention/memory-efficient kernels on GPU); else eager
+
+    def visual_ln_scales(self) -> tuple[float, float]:
+        """Initial scales ``(text, object)`` of the two visual LayerNorms."""
+        text, obj = self.visual_ln_text_init, self.visual_ln_object_init
+        return (self.visual_ln_init if text is None else text, self.visual_ln_init if obj is None else obj)
 
     def __post_init__(self):
         if self.full_image not in ("store", "mean"):
@@ -335,7 +344,8 @@ class BertGen(MMTModel):
     # -- initialisation ------------------------------------------------------------------------
     def _init_random(self) -> None:
         """BERT's initialisation (N(0, init_std) weights, zero biases, unit LayerNorms); VL-BERT
-        starts the visual LayerNorms at scale ``visual_ln_init`` (its visual_scale_*_init, 0)."""
+        starts the visual LayerNorms at scale :meth:`BertGenConfig.visual_ln_scales` (its
+        visual_scale_text_init and visual_scale_object_init, 0 both)."""
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(m.weight, std=self.config.init_std)
@@ -344,8 +354,9 @@ class BertGen(MMTModel):
             if isinstance(m, nn.LayerNorm):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
-        nn.init.constant_(self.visual_ln_text.weight, self.config.visual_ln_init)
-        nn.init.constant_(self.visual_ln_object.weight, self.config.visual_ln_init)
+        text, obj = self.config.visual_ln_scales()
+        nn.init.constant_(self.visual_ln_text.weight, text)
+        nn.init.constant_(self.visual_ln_object.weight, obj)
 
     # -- data ----------------------------------------------------------------------------------
     def lang_id(self, lang: str | None) -> int:

@@ -33,6 +33,8 @@ eq. 8-9         ``att_x(s_{t-1}, X)``: ``A_{y_t -> x} (batch, n)``, ``c^x_t``
 (after eq. 9)   ``att_vhat(s_{t-1}, V^)``, ``att_xhat(s_{t-1}, X^)``: ``c^_v``, ``c^_x``
 eq. 10-11       :func:`fuse`: ``g = sigmoid(U_1 c + U_2 c^)``, ``c- = g * c + (1 - g) * c^``
 eq. 17          :meth:`_VisualGates.beta`: ``beta = sigmoid(w^T tanh(W_1 s_{t-1} + W_2 c-_v))``
++ Image gate    ``damt_gate``: DAMT's ``beta = sigmoid(W_beta s_{t-1} + b)`` on ``c_v`` (Table 3's
+                "+ Image" row repeats DAMT's numbers; Calixto et al. 2017, eq. 8)
 eq. 12-13       :func:`agreement_terms` with constant weights (frozen weighting)
 eq. 14          hard: ``x^ = argmax aligner(x | y)`` from the align stage's links
                 (:func:`hard_targets`; several links: the one nearest the diagonal)
@@ -45,8 +47,12 @@ eq. 21-22       VAD, :mod:`mmt_repro.metrics.vad`, through the analysis ``visual
 squared difference). The joint loss per batch is
 ``nll_fwd / N_y + nll_bwd / N_x + lambda_1 sum_y w_y Delta_y / N_y + lambda_2 sum_x w_x Delta_x / N_x``
 (``N``: the tokens of each side, ``<eos>`` counted in the NLL as everywhere in this project;
-``Delta`` is summed over the words, not ``<eos>``); gradients reach both models through both
-attention vectors (agreement-based joint training, Cheng et al. 2016).
+``Delta`` is summed over the words, not ``<eos>``). ``agreement_grad: own`` (default, the
+paper's two objectives eqs. 19-20, each maximised over its own model's parameters): the other
+model's image attention is a constant target, so ``lambda_1`` regularises the forward model and
+``lambda_2`` the backward one; ``both``: gradients reach both models through both attention
+vectors (agreement-based joint training, Cheng et al. 2016). Soft agreement keeps the gradient
+through the own model's ``A_{y -> x}`` in eq. 16 either way (it is a function of that model).
 
 Transformer (the paper gives no detail): every decoder block attends over ``X`` and ``X^``
 (fused by eqs. 10-11) and, with multi-head attention of its own, over ``V`` and ``V^`` (fused,
@@ -73,6 +79,7 @@ from .registry import register
 
 AGREEMENTS = ("none", "hard", "soft")
 WEIGHTINGS = ("adaptive", "frozen")
+AGREEMENT_GRADS = ("own", "both")
 
 
 # ============================================================================ configs
@@ -107,6 +114,10 @@ class AgreementOptions:
     lambda_fwd: float = 0.2  # lambda_1 (eq. 19): 0.2 for En->De, 0.5 for En->Fr
     lambda_bwd: float = 0.2  # lambda_2 (eq. 20): 0.2 for De->En, 0.1 for Fr->En
     detach_beta: bool = False  # not stated: True keeps the agreement term's gradient out of beta
+    # own: each model's term (eq. 19 / 20) regularises that model only, the other model's attention
+    # is a constant target (the paper's two objectives L(theta->) and L(theta<-), so lambda_1 and
+    # lambda_2 act on one model each); both: gradient through both attention vectors (Cheng et al.)
+    agreement_grad: str = "own"
 
     def check(self):
         if self.agreement not in AGREEMENTS:
@@ -116,6 +127,8 @@ class AgreementOptions:
         if self.agreement != "none" and self.weighting == "adaptive" and not self.beta_gate:
             raise ValueError("adaptive weighting (eqs. 19-20) weighs Delta by beta: set beta_gate: true "
                              "(or weighting: frozen)")
+        if self.agreement_grad not in AGREEMENT_GRADS:
+            raise ValueError(f"agreement_grad={self.agreement_grad!r}; valid: {', '.join(AGREEMENT_GRADS)}")
         if self.subspaces < 1:
             raise ValueError(f"subspaces={self.subspaces} must be >= 1")
 
@@ -124,9 +137,17 @@ class AgreementOptions:
 class Seq2SeqConfig(Seq2SeqTextConfig, AgreementOptions):
     """The Seq2Seq model with the image, co-attention and visual agreement."""
 
+    # Table 3's "+ Image" row repeats DAMT's numbers, and DAMT "further uses the gate mechanism to
+    # rescale visual information": Calixto et al.'s gate beta_t = sigmoid(W_beta s_{t-1} + b_beta)
+    # (their eq. 8, a scalar) on the visual context, without co-attention or eq. 17's gate.
+    damt_gate: bool = False
+
     def __post_init__(self):
         Seq2SeqTextConfig.__post_init__(self)
         self.check()
+        if self.damt_gate and (self.beta_gate or self.co_attention):
+            raise ValueError("damt_gate is the + Image row's gate (DAMT's): it replaces eq. 17's gate and has no "
+                             "co-attention; set beta_gate: false and co_attention: false")
 
 
 # ============================================================================ equations
@@ -259,6 +280,8 @@ class _Seq2SeqDirection(nn.Module):
                 self.att_xhat = MLPAttention(d, d, c.att_dim)  # c^_x over X^ (one row per region)
             if c.co_attention or c.beta_gate:
                 self.gates = _VisualGates(d, d, c.beta_gate)
+            if getattr(c, "damt_gate", False):
+                self.damt_beta = nn.Linear(d, 1)  # Calixto et al.'s eq. 8: W_beta, b_beta
         self.cells = nn.ModuleList([nn.LSTMCell(in_dim if k == 0 else d, d) for k in range(c.dec_layers)])
         # Output (not stated; Bahdanau et al.'s deep output): tanh(L_s s_t + L_c [c-_x; c-_v] + L_e e(y_{t-1}))
         self.out_s = nn.Linear(d, c.emb_dim)
@@ -311,6 +334,10 @@ class _Seq2SeqDirection(nn.Module):
             ch_x, _ = self.att_xhat(s_prev, enc["X_hat"], enc["v_mask"], enc["X_hat_proj"])
             c_v = fuse(c_v, ch_v, self.gates.U1, self.gates.U2)  # eqs. 10-11
             c_x = fuse(c_x, ch_x, self.gates.U3, self.gates.U4)
+        if getattr(c, "damt_gate", False):
+            beta = torch.sigmoid(self.damt_beta(s_prev))  # DAMT's gate (Calixto et al. eq. 8), from s_{t-1}
+            c_v = beta * c_v
+            info["beta"] = beta.squeeze(-1)
         if c.beta_gate:
             beta = self.gates.beta(s_prev, c_v)  # eq. 17
             c_v = beta * c_v  # eq. 18
@@ -451,11 +478,15 @@ class _JointModel(MMTModel):
 
     def _agreement(self, batch: dict, rev: dict, f: dict, b: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """The two regularisers (sums over words): forward rows against the backward model's
-        image attention (hard: at x^, soft: eq. 16), and the backward rows likewise."""
+        image attention (hard: at x^, soft: eq. 16), and the backward rows likewise. With
+        ``agreement_grad: own`` the other model's image attention is detached in each term, so
+        ``lambda_1``'s term trains the forward model only and ``lambda_2``'s the backward one."""
         opts = self.opts
         rows_f = _word_rows(batch["tgt_out"], self.vocabs.tgt.specials)  # rows of y_1..y_l
         rows_b = _word_rows(rev["tgt_out"], self.vocabs.src.specials)  # rows of x_1..x_n
         a_f, a_b = f["alpha_img"], b["alpha_img"]  # (batch, T_y + 1, m), (batch, T_x + 1, m)
+        # the other model's image attention as each term's target: a constant under `own`
+        o_b, o_f = (a_b.detach(), a_f.detach()) if opts.agreement_grad == "own" else (a_b, a_f)
         if opts.agreement == "hard":
             if batch.get("align") is None:
                 raise ValueError("hard visual agreement (eq. 14) needs the word alignments in the batch: give the "
@@ -463,14 +494,14 @@ class _JointModel(MMTModel):
             x_len, y_len = batch["src_len"].tolist(), rev["src_len"].tolist()
             al_f = parse_alignment_batch(batch["align"], x_len, y_len, a_f.device)
             al_b = parse_alignment_batch(reverse_alignment_lines(batch["align"]), y_len, x_len, a_f.device)
-            tgt_f, valid_f = hard_targets(a_b, al_f)
-            tgt_b, valid_b = hard_targets(a_f, al_b)
+            tgt_f, valid_f = hard_targets(o_b, al_f)
+            tgt_b, valid_b = hard_targets(o_f, al_b)
             valid_f = valid_f & rows_f[:, : valid_f.size(1)]
             valid_b = valid_b & rows_b[:, : valid_b.size(1)]
             tf, tb = a_f[:, : tgt_f.size(1)], a_b[:, : tgt_b.size(1)]
         else:
-            tgt_f = soft_targets(f["alpha_src"], a_b)  # eq. 16 for every forward row
-            tgt_b = soft_targets(b["alpha_src"], a_f)
+            tgt_f = soft_targets(f["alpha_src"], o_b)  # eq. 16 for every forward row (A_{y->x} is the own model's)
+            tgt_b = soft_targets(b["alpha_src"], o_f)
             valid_f, valid_b, tf, tb = rows_f, rows_b, a_f, a_b
         w_f = w_b = None
         if opts.weighting == "adaptive":

@@ -93,7 +93,7 @@ def _scheduler(cfg: TrainConfig, optimizer, updates_per_epoch: int):
                                                           patience=cfg.lr_patience)
     if cfg.lr_schedule == "constant":
         return None
-    total = cfg.decay_steps or cfg.max_epochs * max(updates_per_epoch, 1)
+    total = cfg.decay_steps or round((cfg.decay_epochs or cfg.max_epochs) * max(updates_per_epoch, 1))
     return torch.optim.lr_scheduler.LambdaLR(optimizer, LRFactor(cfg.lr_schedule, cfg.warmup_steps, total, cfg.lr_decay))
 
 
@@ -247,12 +247,49 @@ def _init_from(run: _Run, init_checkpoint: Path, model_name: str) -> None:
     )
 
 
+def _field_defaults(cls) -> dict:
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def same_configuration(saved: dict, now: dict, defaults: dict[str, dict]) -> bool:
+    """Was ``saved`` (the configs in a resume checkpoint) written by the configuration ``now``?
+    A key that a later version of the code added is absent from ``saved``: it matches when
+    ``now`` holds that key's default (``defaults``: section -> field defaults), so a run that
+    spans sessions (and code versions) resumes unless a setting that matters changed."""
+    if set(saved) != set(now):
+        return False
+    for section, values in now.items():
+        old = saved[section]
+        if not (isinstance(values, dict) and isinstance(old, dict)):
+            if old != values:
+                return False
+            continue
+        if set(old) - set(values):
+            return False  # a setting the code no longer has
+        for key, value in values.items():
+            if key in old:
+                if old[key] != value:
+                    return False
+            elif key not in defaults.get(section, {}) or defaults[section][key] != value:
+                return False
+    return True
+
+
 def _resume(run: _Run, model_name: str) -> None:
-    """Continue from the last checkpoint when it was written by this very configuration."""
+    """Continue from the last checkpoint when it was written by this very configuration (keys
+    added to the configs since then count as their defaults: :func:`same_configuration`)."""
     if not run.last_checkpoint.exists():
         return
     ckpt = read_checkpoint(run.last_checkpoint)
-    if not (ckpt["model"] == model_name and ckpt["train_config"] == run.configs and ckpt["vocab"] == run.vocab_info):
+    defaults = {"train": _field_defaults(TrainConfig), "model": _field_defaults(type(run.model.config))}
+    if not (ckpt["model"] == model_name and same_configuration(ckpt["train_config"], run.configs, defaults)
+            and ckpt["vocab"] == run.vocab_info):
         log.warning("ignoring %s: it was written with another model, configuration or vocabulary", run.last_checkpoint)
         return
     run.model.load_state_dict(ckpt["weights"])
