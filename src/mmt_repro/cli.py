@@ -40,18 +40,23 @@ def _show(args) -> int:
     return 0
 
 
-def _results_doc(args) -> int:
+def _emit(text: str, out: str | None) -> int:
+    """Print ``text``, or write it to ``out`` atomically and say so."""
     from .io import atomic_write
-    from .tables.paper_view import results_doc
 
-    text = results_doc(args.table, source=args.table)
-    if args.out is None:
+    if out is None:
         sys.stdout.write(text)
         return 0
-    with atomic_write(args.out) as fh:
+    with atomic_write(out) as fh:
         fh.write(text)
-    print(f"wrote {args.out}")
+    print(f"wrote {out}")
     return 0
+
+
+def _results_doc(args) -> int:
+    from .tables.paper_view import results_doc
+
+    return _emit(results_doc(args.table, source=args.table), args.out)
 
 
 def _models(args) -> int:  # noqa: ARG001
@@ -130,16 +135,8 @@ def _list(args) -> int:
 
 def _config_docs(args) -> int:
     from .config import schema_reference
-    from .io import atomic_write
 
-    text = schema_reference(args.schema)
-    if args.out is None:
-        sys.stdout.write(text)
-        return 0
-    with atomic_write(args.out) as fh:
-        fh.write(text)
-    print(f"wrote {args.out}")
-    return 0
+    return _emit(schema_reference(args.schema), args.out)
 
 
 def _score(args) -> int:
