@@ -100,11 +100,13 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def install_stubs(names=OPTIONAL) -> list[str]:
     """Stub each of ``names`` that cannot be imported; returns the stubbed names."""
     stubbed = []
+    # MMT_STUB_FORCE=a,b: stub these even where installed (tries the device machine's set here)
+    forced = set(filter(None, os.environ.get("MMT_STUB_FORCE", "").split(",")))
     for name in names:
         if name in sys.modules:
             continue
         try:
-            found = importlib.util.find_spec(name) is not None
+            found = name not in forced and importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):
             found = False
         if found:

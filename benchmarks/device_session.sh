@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One device-machine session's checks, in order of value, each phase under its own time limit
+# (a phase that hangs is cut and the next one runs). Needs, carried: .gpu (made by
+# `benchmarks/gpu_paper_run.py prepare`) and .whl (wheels of jsonschema and its needs,
+# sacremoses, subword-nmt, mock: the device image lacks them). Writes under $OUT:
+#   device.txt          nvidia-smi, the package's device line, the GPU self-check
+#   gpu_run.tar.gz      phase B: planned paper-setting train + translate jobs (curves, logs, output)
+#   prefetch.txt        phase A: benchmarks/bench_prefetch.py on the GPU
+#   compile.txt/.json   phase D: benchmarks/gpu_compile.py (eager vs fused optimiser vs compile)
+# Budgets (s): set-up 60, B 330, A 90, D 150: at most 630 with everything cut, about 520 typical.
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+REPO=$(pwd)
+export PYTHONUNBUFFERED=1
+T0=$(date +%s)
+stamp() { echo "== $(($(date +%s) - T0)) s: $*"; }
+
+stamp set-up
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  || echo "wheel install failed"
+export PYTHONPATH=/tmp/site:$REPO/src
+STUB="import sys; sys.path.insert(0, '$REPO/benchmarks'); from gpu_calibration import install_stubs; install_stubs()"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  timeout -k 5 50 python3 -c "$STUB
+import torch
+from mmt_repro.device import describe_device, pick_device
+d = pick_device('cuda')
+print(describe_device(d))
+" 2>&1
+  timeout -k 5 50 python3 benchmarks/gpu_calibration.py --check 2>&1 | tail -n 15
+} > "$OUT/device.txt" 2>&1
+cat "$OUT/device.txt"
+
+stamp "B: paper-setting jobs"
+(cd .gpu && timeout -k 10 330 python3 "$REPO/benchmarks/gpu_paper_run.py" run --out "$OUT") 2>&1 | tail -n 20
+ls -la "$OUT"
+
+stamp "A: prefetch"
+timeout -k 5 90 python3 -c "$STUB
+import runpy; sys.argv = ['bench_prefetch.py', '--device', 'cuda', '--steps', '60', '--repeats', '2', '--threads', '4']
+runpy.run_path('benchmarks/bench_prefetch.py', run_name='__main__')
+" 2>&1 | grep -v Warning | tee "$OUT/prefetch.txt" | tail -n 12
+
+stamp "D: compile"
+timeout -k 5 150 python3 benchmarks/gpu_compile.py --cases bertgen.bertgen --steps 20 --warmup 6 --budget-s 100 \
+  --out "$OUT/compile.json" 2>&1 | grep -v -E "^[WICE][0-9]{4} " | tee "$OUT/compile.txt" | tail -n 12
+stamp done

@@ -1,0 +1,100 @@
+"""benchmarks/gpu_paper_run.py and gpu_compile.py: the device session's scripts, on the CPU.
+
+``prepare`` turns a configuration's planned jobs into a folder that a machine without Snakemake
+or data can run; ``run`` executes them through ``run_job`` (here on the CPU, with the packages
+the GPU image lacks stubbed as there) and packs what comes back. gpu_compile's variants run
+their code path on tiny sizes (the compiled variant is left out: inductor on a CPU takes
+minutes)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+import gpu_paper_run  # noqa: E402
+
+
+def _tiny_corpus(work: Path, plan, jobs_wildcards) -> None:
+    """Every input the jobs read, as a tiny real corpus (vocabularies built from it)."""
+    from mmt_repro.text.vocab import Vocab
+
+    words = "a man rides a red bike on the road while two dogs run".split()
+    for w in jobs_wildcards:
+        job = plan.train_job(w)
+        for role, f in job.inputs.items():
+            target = work / f
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if role.endswith("vocab"):
+                continue
+            lines = [" ".join(words[(i + k) % len(words)] for k in range(3 + i % 4)) for i in range(24)]
+            target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        for side in ("src_vocab", "tgt_vocab"):
+            Vocab.build([work / job.inputs["train_src"], work / job.inputs["train_tgt"]]).save(work / job.inputs[side])
+
+
+def test_prepare_then_run_gives_curves_and_translations(tmp_path, monkeypatch):
+    from mmt_repro.config import deep_update, load_yaml
+    from mmt_repro.plan import Plan
+
+    config = deep_update(load_yaml(REPO / "config/config.yaml"), load_yaml(REPO / "config/paper_multi30k_fr_en.yaml"))
+    plan = Plan(config, REPO)
+    work, dest = tmp_path / "work", tmp_path / "dest"
+    wc = SimpleNamespace(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="2")
+    _tiny_corpus(work, plan, [wc])
+    test_src = work / plan.translate_job(SimpleNamespace(**vars(wc), split="test_2016_flickr",
+                                                         condition="congruent")).inputs["src"]
+    test_src.write_text("a man rides\ntwo dogs run\n", encoding="utf-8")
+
+    rc = gpu_paper_run.main(["prepare", "--configfile", str(REPO / "config/paper_multi30k_fr_en.yaml"),
+                             "--workdir", str(work), "--paper", "emb_pred", "--systems", "nmt", "--decode",
+                             "nmt_beam6", "--splits", "test_2016_flickr", "--seed", "2", "--budget-min", "0.5",
+                             "--dest", str(dest)])
+    assert rc == 0
+    jobs = json.loads((dest / "jobs.json").read_text())
+    assert [(j["kind"], j["system"]) for j in jobs] == [("train", "nmt"), ("translate", "nmt_beam6")]
+    assert all(j["device"] == "cuda" for j in jobs)
+    assert jobs[0]["train_config"]["time_budget_min"] == 0.5 and jobs[0]["train_config"]["seed"] == 2
+    assert jobs[1]["decode"]["beam_size"] == 6 and jobs[1]["checkpoint"] == jobs[0]["best"]
+    assert (dest / jobs[0]["inputs"]["train_src"]).read_text() == (work / jobs[0]["inputs"]["train_src"]).read_text()
+    assert not (dest / jobs[0]["best"]).exists()  # made by the run, not copied
+
+    # the run, on the CPU: tiny model, a few updates
+    for j in jobs:
+        j["device"] = "cpu"
+        if j["kind"] == "train":
+            j["model_config"].update(emb_dim=8, enc_dim=8, dec_dim=8)
+            j["train_config"].update(max_steps=3, max_epochs=1)
+    (dest / "jobs.json").write_text(json.dumps(jobs))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/gpu_paper_run.py"), "run", "--out", str(out)],
+                          cwd=dest, capture_output=True, text=True, timeout=600,
+                          env={"PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin",
+                               "MMT_STUB_FORCE": "jieba,pycocoevalcap,fasttext,snakemake,pytorchvideo"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:] + "".join(
+        p.read_text()[-2000:] for p in (dest / "logs").glob("*.log"))
+    with tarfile.open(out / "gpu_run.tar.gz") as tar:
+        names = set(tar.getnames())
+    assert jobs[0]["curve"] in names and jobs[1]["out"] in names and "logs" in names
+    hyps = (dest / jobs[1]["out"]).read_text().splitlines()
+    assert len(hyps) == 2
+    log = (dest / "logs/00.train.nmt.log").read_text()
+    assert "stubbed (not installed here): jieba" in log and "training finished" in log
+
+
+def test_compile_benchmark_variants_on_cpu(tmp_path):
+    out = tmp_path / "c.json"
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/gpu_compile.py"), "--device", "cpu", "--tiny",
+                           "--steps", "2", "--warmup", "1", "--cases", "emb_pred.ours", "--variants", "eager",
+                           "fused_optimizer", "--out", str(out)], capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads(out.read_text())["cases"]["emb_pred.ours"]
+    for how in ("eager", "fused_optimizer"):
+        assert "error" not in res[how], res[how]
+        assert res[how]["steps"] == 2 and res[how]["step_ms"]["median"] > 0
