@@ -52,6 +52,8 @@ _ID_LISTS = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES")
 MIN_DRIVER = {13: 580, 12: 525, 11: 450}
 NVIDIA_PROC = "/proc/driver/nvidia/version"
 TORCH_WHEELS = "https://download.pytorch.org/whl"
+#: The project's environment for drivers R525-R579 and V100s (torch from the CUDA 12.6 index).
+CUDA12_ENV = "envs/mmt-repro-cuda12.yaml"
 
 _announced: set = set()
 
@@ -234,7 +236,8 @@ def _advice(problem: str, driver: str | None, capability: tuple[int, int] | None
                 "driver R525 or newer, kernels sm_50-sm_90 incl. V100 sm_70) or .../cu130 (driver R580+, sm_75+)")
     if req and drv is not None and drv < req:
         if drv >= MIN_DRIVER[12]:
-            fit = f"`pip install torch --index-url {TORCH_WHEELS}/cu126` (CUDA 12.6: R525+, sm_50-sm_90)"
+            fit = (f"the project's CUDA 12 environment, `conda env create -f {CUDA12_ENV}` (or `pip install "
+                   f"torch --index-url {TORCH_WHEELS}/cu126`; CUDA 12.6: R525+, sm_50-sm_90)")
         elif drv >= MIN_DRIVER[11]:
             fit = (f"a CUDA 11.8 build, `pip install torch==<version> --index-url {TORCH_WHEELS}/cu118` (R450+; only "
                    "older torch releases ship one: https://pytorch.org/get-started/previous-versions/)")
@@ -244,7 +247,8 @@ def _advice(problem: str, driver: str | None, capability: tuple[int, int] | None
                 f"driver, or install a torch built for a CUDA this driver runs: {fit}")
     if capability is not None and "kernels only for" in problem:
         return (f"a torch build with {_sm(capability)} kernels: CUDA 13 builds start at sm_75, so a V100 (sm_70) "
-                f"needs a CUDA 12 build, e.g. `pip install torch --index-url {TORCH_WHEELS}/cu126` (sm_50-sm_90; "
+                f"needs a CUDA 12 build: the project's `conda env create -f {CUDA12_ENV}` (or `pip install torch "
+                f"--index-url {TORCH_WHEELS}/cu126`; sm_50-sm_90; "
                 "check with `python -c 'import torch; print(torch.cuda.get_arch_list())'`), or ask for a newer GPU "
                 "(the SLURM profile's gpu_model)")
     return ("check that `nvidia-smi` works on the node and that this torch's CUDA matches the driver "

@@ -137,7 +137,8 @@ def test_v100_under_a_build_without_sm_70_names_the_build_to_install(clean_env, 
     msg = str(err.value)
     assert "Tesla V100-SXM2-32GB" in msg and "sm_70" in msg and "compute capability 7.0" in msg
     assert "535.104.05" in msg and "CUDA build 13.0" in msg and "sm_75, sm_80" in msg
-    assert "cu126" in msg
+    assert "cu126" in msg and "conda env create -f envs/mmt-repro-cuda12.yaml" in msg
+    assert (Path(__file__).resolve().parents[2] / dev.CUDA12_ENV).is_file()
 
 
 def test_a_driver_older_than_the_cuda_build_names_the_driver_and_a_fitting_build(clean_env, monkeypatch):
@@ -150,7 +151,7 @@ def test_a_driver_older_than_the_cuda_build_names_the_driver_and_a_fitting_build
     assert "SLURM_GPUS_ON_NODE=1" in msg and "too old (found version 11040)" in msg
     assert "R470 is older than" in msg and "R580" in msg and "cu118" in msg
     _fake_gpu(monkeypatch, available=False, driver="550.54.15", warning="driver too old")
-    with pytest.raises(DeviceError, match=r"R550 is older.*cu126"):
+    with pytest.raises(DeviceError, match=r"R550 is older.*envs/mmt-repro-cuda12.yaml.*cu126"):
         pick_device("cuda:0")
 
 

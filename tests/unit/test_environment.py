@@ -32,7 +32,29 @@ def test_no_rule_names_a_per_stage_env():
     files = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
     offenders = [f.name for f in files if re.search(r"^\s*conda:", f.read_text(), re.M)]
     assert offenders == []
-    assert sorted(p.name for p in (REPO / "envs").iterdir()) == ["mmt-repro.def", "mmt-repro.yaml"]
+    assert sorted(p.name for p in (REPO / "envs").iterdir()) == ["mmt-repro-cuda12.yaml", "mmt-repro.def",
+                                                                 "mmt-repro.yaml"]
+
+
+def test_the_cuda12_env_is_the_main_env_with_torch_from_the_cuda_12_index():
+    """Older drivers (R525-R579) and V100s (sm_70): the same environment, torch and torchvision
+    from PyTorch's CUDA 12.6 index (issue 23); nothing else may drift."""
+    main = yaml.safe_load((REPO / "envs" / "mmt-repro.yaml").read_text())
+    cu12 = yaml.safe_load((REPO / "envs" / "mmt-repro-cuda12.yaml").read_text())
+    pip_main = next(d["pip"] for d in main["dependencies"] if isinstance(d, dict))
+    pip_cu12 = next(d["pip"] for d in cu12["dependencies"] if isinstance(d, dict))
+    torch_main = {_name(d): d for d in pip_main if _name(d) in ("torch", "torchvision")}
+    assert pip_cu12[0] == "--extra-index-url https://download.pytorch.org/whl/cu126"
+    assert sorted(pip_cu12[1:]) == sorted([d for d in pip_main if _name(d) not in torch_main]
+                                          + [f"{d}+cu126" for d in torch_main.values()])
+    assert [d for d in cu12["dependencies"] if isinstance(d, str)] == [
+        d for d in main["dependencies"] if isinstance(d, str)]
+    assert cu12["name"] == "mmt-repro-cuda12" and main["name"] == "mmt-repro"
+    # the container takes the same build by a build argument, pinned like pyproject's torch
+    text = (REPO / "envs" / "mmt-repro.def").read_text()
+    assert re.search(r"^%arguments\n\s+TORCH_CUDA=\n", text, re.M)
+    for pin in torch_main.values():
+        assert f'"{pin}+{{{{ TORCH_CUDA }}}}"' in text
 
 
 def test_the_container_installs_the_package_from_its_own_copy():
