@@ -5,7 +5,10 @@ The H100 calibration (``benchmarks/calibration/h100.json``) found every model la
 cases named (``gpu_calibration.CASES``, paper sizes, synthetic batches of the paper's shapes),
 the shared trainer's update (:func:`mmt_repro.train.step.train_update`) in three variants:
 eager (what the trainer runs), the model wrapped in ``torch.compile`` (default mode; compile time
-reported apart, the warm-up steps absorb it), and eager with ``fused=True`` Adam/AdamW. Same
+reported apart, the warm-up steps absorb it), and eager with ``fused=True`` Adam/AdamW; the
+``*_fixed`` variants train on one batch shape every step (``eager_fixed``, ``compile_fixed``,
+``cudagraphs_fixed``: ``mode="reduce-overhead"``, the step replayed as CUDA graphs), the upper
+bound of what padding batches to a few fixed shapes would buy. Same
 batches, same precision as the paper's config (``paper_amp``); median/min/max step ms of
 ``--steps`` timed updates after ``--warmup``. Prints as it goes and writes ``--out`` (JSON).
 
@@ -33,6 +36,8 @@ def variant(ns, case, device, how: str, steps: int, warmup: int, budget_s: float
     model = cal.build(ns, case, device)
     amp = bool(case["paper_amp"]) and device.type == "cuda"
     batches = cal.case_batches(ns, model, case, 4)
+    if how.endswith("_fixed"):  # one batch shape every step: the upper bound of shape bucketing
+        batches = batches[:1]
     make = ns.make_optimizer
     if how == "fused_optimizer":
         def fused(name, params, **kw):
@@ -42,7 +47,12 @@ def variant(ns, case, device, how: str, steps: int, warmup: int, budget_s: float
                 opt = type(opt)(opt.param_groups[0]["params"], **keep, fused=True)
             return opt
         ns.make_optimizer = fused
-    target = torch.compile(model) if how == "compile" else model
+    if how in ("compile", "compile_fixed"):
+        target = torch.compile(model)
+    elif how == "cudagraphs_fixed":  # compiled and replayed as CUDA graphs (one launch per graph)
+        target = torch.compile(model, mode="reduce-overhead")
+    else:
+        target = model
     t0 = time.monotonic()
     try:
         with cal.alarm(budget_s):

@@ -15,6 +15,8 @@ import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 import gpu_paper_run  # noqa: E402
@@ -38,6 +40,7 @@ def _tiny_corpus(work: Path, plan, jobs_wildcards) -> None:
             Vocab.build([work / job.inputs["train_src"], work / job.inputs["train_tgt"]]).save(work / job.inputs[side])
 
 
+@pytest.mark.slow
 def test_prepare_then_run_gives_curves_and_translations(tmp_path, monkeypatch):
     from mmt_repro.config import deep_update, load_yaml
     from mmt_repro.plan import Plan
@@ -87,6 +90,7 @@ def test_prepare_then_run_gives_curves_and_translations(tmp_path, monkeypatch):
     assert "stubbed (not installed here): jieba" in log and "training finished" in log
 
 
+@pytest.mark.slow
 def test_compile_benchmark_variants_on_cpu(tmp_path):
     out = tmp_path / "c.json"
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks/gpu_compile.py"), "--device", "cpu", "--tiny",
