@@ -40,15 +40,16 @@ smoke: java-check $(STAMP)
 # The fast lanes run on two pytest workers (pytest-xdist; one torch thread each, so that the two
 # never oversubscribe the cores); the e2e and slurm lanes run after them, one test at a time,
 # since they share one smoke run and a SLURM cluster and use both cores themselves.
-FAST_LANES = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 -m "not e2e and not slurm"
+FAST_LANES = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2
 
 test: java-check $(STAMP)
-	$(FAST_LANES)
+	$(FAST_LANES) -m "not e2e and not slurm"
 	$(BIN)/python -m pytest -q --durations=25 -m "e2e or slurm"
 
-# Daily work: unit + pipeline (planning, data steps, error paths; no real training), < 3 min.
+# Daily work: unit + pipeline (planning, data steps, error paths; no real training), < 3 min:
+# the tests marked `slow` (over ~10 s each: they train, run a DAG stage or Java) wait for `make test`.
 test-fast: $(STAMP)
-	$(FAST_LANES)
+	$(FAST_LANES) -m "not e2e and not slurm and not slow"
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint --configfile config/smoke.yaml

@@ -11,7 +11,8 @@ Lanes (pytest markers, registered in pyproject.toml):
   determinism check (byte-identical to the local run).
 
 A test without a lane marker gets one from its folder. ``make test`` runs every lane,
-``make test-fast`` runs ``unit`` and ``pipeline``.
+``make test-fast`` runs ``unit`` and ``pipeline`` without the tests marked ``slow`` (over ~10 s
+idle each: they train, run a DAG stage or a Java scorer), which keeps it under 3 minutes.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ sys.exit(rc)
 """
 
 
+@pytest.mark.slow
 def test_runs_with_torch_only_and_writes_every_model(tmp_path):
     out = tmp_path / "calib.json"
     proc = subprocess.run([sys.executable, "-c", RUN, "--device", "cpu", "--tiny", "--steps", "1", "--warmup", "0",

@@ -46,12 +46,14 @@ def xray():
     return m.meteor_scores(systems, [ref], lang="en", jar=jar)
 
 
+@pytest.mark.slow
 def test_xray_example_matches_meteor_readme(xray):
     assert xray["system1"]["details"]["raw"] == pytest.approx(0.3204832379614146, abs=1e-9)
     assert xray["system2"]["details"]["raw"] == pytest.approx(0.3170211680077819, abs=1e-9)
     assert xray["system1"]["value"] == pytest.approx(32.04832379614146, abs=1e-7)
 
 
+@pytest.mark.slow
 def test_xray_signature_is_official_english(xray):
     s = xray["system1"]
     assert s["signature"] == (

@@ -115,6 +115,7 @@ def test_missing_mirror_stops_the_workflow_naming_the_key(wf, tmp_path):
     assert not (tmp_path / "results/data/multi30k/val.en").exists()
 
 
+@pytest.mark.slow
 def test_checksum_mismatch_stops_the_fetch_naming_the_file_and_keeps_what_was_built(wf, tmp_path):
     """A mirror whose val.en.gz differs from the official file by one sentence: fetch_input
     names the file and both hashes; the outputs built from the good copy before are kept."""
@@ -190,6 +191,7 @@ def test_non_utf8_bytes_name_file_line_and_how_to_re_encode(tmp_path):
     assert "iconv -f latin1 -t utf-8" in err.fix
 
 
+@pytest.mark.slow
 def test_non_utf8_upstream_file_fails_its_job_and_keeps_what_was_built(wf, tmp_path):
     """Half-built DAG: corrupt a fetched file, re-run; the failing job names the file and the
     fix, and every output that does not depend on the file is left untouched."""
@@ -363,6 +365,7 @@ def test_decoding_past_max_len_warns_naming_the_config_key(toy, caplog):
 
 
 # ------------------------------------------------------------------------------ concurrent runs
+@pytest.mark.slow
 def test_second_run_on_a_locked_directory_is_refused_and_rerun_incomplete_recovers(wf, tmp_path):
     """Run A holds the directory's lock (frozen with SIGSTOP while its tokenize job runs); run B
     on the same directory is refused. A is then killed (SIGKILL, as a crashed node would): its

@@ -59,6 +59,7 @@ def _bad_config(tmp_path: Path, override: dict) -> list[str]:
     return ["-n", "--directory", str(tmp_path), "--configfile", str(path)]
 
 
+@pytest.mark.slow
 def test_made_up_test_set_through_config_alone_plans_and_runs(wf, made_up):
     args = ["--directory", str(made_up["work"]), "--configfile", str(made_up["config"])]
     target = f"results/text/multi30k/{SPLIT}.norm.tok.en"

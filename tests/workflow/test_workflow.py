@@ -55,6 +55,7 @@ def test_dry_run_of_full_config_resolves_every_target(tmp_path):
         assert rule in out, f"{rule} missing from the full plan:\n{out}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("configs", [(), ("--configfile", str(REPO / "config" / "smoke.yaml"))], ids=["full", "smoke"])
 def test_dry_run_of_all_plans_every_papers_vocab_report(tmp_path, configs):
     """`all` (what make smoke and the e2e lane build) plans with every paper's tables, the
@@ -209,6 +210,7 @@ def test_smoke_outputs_have_logs_benchmarks_and_curves(smoke_run, wf):
     assert len(store) == 300
 
 
+@pytest.mark.slow
 def test_multi30k_from_the_mirror_through_the_dag_matches_the_official_tokenised_text(tmp_path):
     shared = REPO.parent / "shared" / "datasets"
     mirror, official = shared / "multi30k", shared / "multi30k-extra" / "task1" / "tok"
