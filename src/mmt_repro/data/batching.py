@@ -83,6 +83,7 @@ class ParallelData:
         n = len(self.src) if self.src is not None else len(self.tgt) if self.tgt is not None else len(features or ())
         self.n_examples = n
         self.features = features
+        self.resident = None  # a ResidentFeatures of ``features`` (mmt_repro.data.resident), set by the trainer
         self.extras = dict(extras or {})
         for name, values in self.extras.items():
             if len(values) != n:
@@ -165,7 +166,10 @@ class ParallelData:
                 tgt_in[row, : len(y) + 1] = torch.tensor([bos] + y, dtype=torch.long)
                 tgt_out[row, : len(y) + 1] = torch.tensor(y + [eos], dtype=torch.long)
             batch["tgt_in"], batch["tgt_out"] = tgt_in, tgt_out
-        if self.features is not None:
+        if self.features is not None and self.resident is not None:  # gathered on the device
+            batch["img_rows"] = torch.tensor([int(self.image_rows[i]) for i in ids], dtype=torch.long)
+            batch["img_source"] = self.resident
+        elif self.features is not None:
             rows = [int(self.image_rows[i]) for i in ids]
             img, mask = read_feature_rows(self.features, rows)
             if not np.isfinite(img).all():

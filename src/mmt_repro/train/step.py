@@ -21,6 +21,8 @@ from collections.abc import Iterable
 
 import torch
 
+from ..data.resident import resolve_features
+
 __all__ = ["StepSums", "autocast", "make_optimizer", "to_device", "train_update"]
 
 
@@ -142,7 +144,7 @@ def train_update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch
     single = n_batches == 1
     total = None
     for batch in batches:
-        batch = to_device(batch, device)
+        batch = resolve_features(to_device(batch, device))
         with autocast(device, amp):
             out = model(batch)
         loss, n_tok = out["loss"], out["n_tokens"]

@@ -37,6 +37,7 @@ import torch
 
 from ..checkpoint import read_checkpoint, save_checkpoint, set_rng_state
 from ..data.batching import ParallelData, check_feature_dim
+from ..data.resident import ResidentFeatures, resident_choice
 from ..decode.loop import decode_data, to_text
 from ..device import describe_device, pick_device
 from ..features.store import open_features
@@ -530,6 +531,7 @@ def train(
     train_data = model.wrap_training_data(train_data, task_data) if task_data else model.wrap_training_data(train_data)
     if hasattr(train_data, "counts"):
         log.info("training examples per task: %s", train_data.counts())
+    _make_resident(train_data, dev)
     updates = 0  # per epoch: only the linear schedule without decay_steps needs it
     if cfg.lr_schedule == "linear" and not cfg.decay_steps:
         updates = -(-len(train_data.train_batches(cfg.batch_size, cfg.seed, 1, by_tokens=cfg.batch_by_tokens)) // cfg.accumulate)
@@ -552,6 +554,20 @@ def train(
     )
     log.info("training device: %s", describe_device(dev, amp=bool(cfg.amp)))
     return _finish(run, _loop(run))
+
+
+def _make_resident(train_data, device: torch.device) -> None:
+    """Hold the training set's feature store on the device when it fits (mmt_repro.data.resident)."""
+    store = getattr(train_data, "features", None)
+    if store is None or not hasattr(train_data, "resident"):
+        return
+    keep, why = resident_choice(store, device)
+    if keep:
+        t0 = time.monotonic()
+        train_data.resident = ResidentFeatures(store, device)
+        log.info("training features resident on %s (%s), loaded in %.1f s", device, why, time.monotonic() - t0)
+    else:
+        log.info("training features read from the host per batch (%s)", why)
 
 
 def train_from_files(train_features=(None, None), val_features=(None, None), **kwargs) -> dict:
