@@ -128,22 +128,112 @@ LEARNED_SPECIALS = ("[PAD]", "[STOP]", "[TO_EN]", "[TO_DE]", "[TO_FR]", "[TO_TU]
 def learn_wordpiece(inputs: list[str | os.PathLike], out: str | os.PathLike, vocab_size: int,
                     min_frequency: int = 2) -> Path:
     """Learn a small WordPiece ``vocab.txt`` on ``inputs`` (text as the ``lc`` step leaves it),
-    with BERT's pre-tokenisation (whitespace and punctuation) and ``##`` continuations, through
-    Hugging Face ``tokenizers``; the reserved tokens of :data:`LEARNED_SPECIALS` come first.
-    Stands in for M-BERT's 119,547 pieces where they cannot be had (offline tests, the smoke
-    run, the CPU run on real text): the same ``wp`` step reads it."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    with BERT's pre-tokenisation (whitespace and punctuation) and ``##`` continuations; the
+    reserved tokens of :data:`LEARNED_SPECIALS` come first. Stands in for M-BERT's 119,547 pieces
+    where they cannot be had (offline tests, the smoke run, the CPU run on real text): the same
+    ``wp`` step reads it.
+
+    The algorithm is Hugging Face ``tokenizers``' ``WordPieceTrainer`` (a BPE on word counts,
+    :func:`_train_pieces`), run here in Python because that trainer is not deterministic: it
+    numbers the ``##`` pieces in the iteration order of a randomly seeded Rust hash map, and those
+    numbers break ties between pairs of equal count, so two processes on the same text give
+    different pieces and a different id order (huggingface/tokenizers#1794; measured here: four
+    runs on the smoke's grounded text, four different vocab.txt). The id order is the model's
+    embedding layout, so the same seed trained a different model run to run (docs/bertgen.md).
+    The same inputs give the same file, byte for byte, in any process and any line order."""
+    from collections import Counter
+
+    from tokenizers import pre_tokenizers
 
     from mmt_repro.io import atomic_write, read_lines
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix=CONTINUATION))
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                        special_tokens=list(LEARNED_SPECIALS), continuing_subword_prefix=CONTINUATION,
-                                        show_progress=False)
-    lines = [line for path in inputs for line in read_lines(path)]
-    tok.train_from_iterator(lines, trainer=trainer, length=len(lines))
-    vocab = sorted(tok.get_vocab().items(), key=lambda kv: kv[1])
+    pre = pre_tokenizers.BertPreTokenizer()
+    counts: Counter[str] = Counter()
+    for path in inputs:
+        for line in read_lines(path):
+            counts.update(word for word, _ in pre.pre_tokenize_str(line))
+    pieces = _train_pieces(counts, vocab_size, min_frequency, LEARNED_SPECIALS, CONTINUATION)
     with atomic_write(out) as fh:
-        fh.write("".join(f"{t}\n" for t, _ in vocab))
+        fh.write("".join(f"{t}\n" for t in pieces))
     return Path(out)
+
+
+def _train_pieces(word_counts: dict[str, int], vocab_size: int, min_frequency: int, specials: tuple[str, ...],
+                  prefix: str = CONTINUATION, continuation_order: list[str] | None = None) -> list[str]:
+    """The pieces, in id order, that ``tokenizers``' BPE trainer learns for WordPiece
+    (``tokenizers/src/models/bpe/trainer.rs``, ``do_train``) with every tie broken in a fixed way:
+    the specials; the characters of the words, by code point; ``prefix`` + each character seen
+    after a word's first one, by code point (the Rust trainer numbers these in hash order); then
+    one piece per merge, the merge being the adjacent pair of highest count over all words (ties:
+    the lower pair of ids, as the Rust trainer), merged left to right in every word, until there
+    are ``vocab_size`` pieces or the best pair occurs fewer than ``min_frequency`` times. The merged
+    piece is the left one followed by the right one without its ``prefix``.
+
+    ``continuation_order`` (the ``prefix`` + character pieces in the order to number them) is for
+    the test that the Rust trainer, given the numbering it drew, learns exactly these pieces."""
+    import heapq
+    from collections import defaultdict
+
+    id2w: list[str] = []
+    w2id: dict[str, int] = {}
+
+    def add(token: str) -> int:
+        if token not in w2id:
+            w2id[token] = len(id2w)
+            id2w.append(token)
+        return w2id[token]
+
+    for token in specials:
+        add(token)
+    words = sorted(w for w, n in word_counts.items() if w and n > 0)
+    for c in sorted({c for w in words for c in w}):
+        add(c)
+    if continuation_order is None:
+        continuation_order = [prefix + c for c in sorted({c for w in words for c in w[1:]})]
+    for token in continuation_order:
+        add(token)
+    seqs = [[w2id[w[0]]] + [w2id[prefix + c] for c in w[1:]] for w in words]
+    freq = [int(word_counts[w]) for w in words]
+
+    pair_counts: dict[tuple[int, int], int] = defaultdict(int)
+    where: dict[tuple[int, int], set[int]] = defaultdict(set)
+    for i, seq in enumerate(seqs):
+        for pair in zip(seq, seq[1:]):
+            pair_counts[pair] += freq[i]
+            where[pair].add(i)
+    heap = [(-n, a, b) for (a, b), n in pair_counts.items() if n > 0]
+    heapq.heapify(heap)
+    while len(id2w) < vocab_size and heap:
+        neg, a, b = heapq.heappop(heap)
+        if pair_counts.get((a, b), 0) != -neg:
+            continue  # stale: the pair's current count has its own entry
+        if -neg < max(1, min_frequency):
+            break
+        right = id2w[b][len(prefix):] if prefix and id2w[b].startswith(prefix) else id2w[b]
+        new = add(id2w[a] + right)
+        changed: dict[tuple[int, int], int] = defaultdict(int)
+        for i in sorted(where.pop((a, b), ())):
+            seq = seqs[i]
+            merged: list[int] = []
+            j = 0
+            while j < len(seq):
+                if j + 1 < len(seq) and seq[j] == a and seq[j + 1] == b:
+                    merged.append(new)
+                    j += 2
+                else:
+                    merged.append(seq[j])
+                    j += 1
+            if len(merged) == len(seq):
+                continue
+            for pair in zip(seq, seq[1:]):
+                changed[pair] -= freq[i]
+            for pair in zip(merged, merged[1:]):
+                changed[pair] += freq[i]
+                where[pair].add(i)
+            seqs[i] = merged
+        for pair in sorted(changed):
+            if changed[pair]:
+                pair_counts[pair] += changed[pair]
+                if pair_counts[pair] > 0:
+                    heapq.heappush(heap, (-pair_counts[pair], *pair))
+    return id2w
