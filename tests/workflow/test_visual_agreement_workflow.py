@@ -35,39 +35,42 @@ def test_grounded_image_beats_text_by_10_bleu_and_shuffling_loses_half_the_gain(
     assert lost >= 0.5 * gain, f"shuffled images lose {lost:.2f} of a {gain:.2f} BLEU gain"
 
 
-SEQ2SEQ_VAD_FLOOR = (
-    "Seq2Seq on the grounded set: the eq. 6 region attention stays near-uniform over the 1-3 identical objects "
-    "and the full image (the image reaches the decoder through the co-attention path), so VAD sits at its floor "
-    "(0.08) without agreement, and the agreement term at the paper's lambda = 0.2 with Delta = MSE (~1e-4 "
-    "nats/token) is below run-to-run noise (0.13 with Frozen-WT, smoke run 2026-11-25; the smoke now compares "
-    "Soft, whose adaptive gate closes on this set); docs/visual_agreement.md")
+# VAD (eqs. 21-22) runs on grounded_distinct, where each object word has a region of its own
+# (2-3 objects of different colours and shapes, one box per object, no whole-image slot; issue 26).
+# Its floor is 0: two attentions that prefer no region (uniform) agree exactly, which is where the
+# Seq2Seq sat on the identical-object set (0.08). A drop counts only when the model without
+# agreement is clearly off that floor, and then agreement must remove a fifth of it at least.
+# Measured on the distinct set (3 epochs, 2026-11-26): mhca 0.196 -> soft_frozen 0.128, t_mhca 0.490
+# -> t_hard 0.224 (docs/visual_agreement.md).
+VAD_OFF_FLOOR = 0.15
+VAD_DROP = 0.8
 
 
-@pytest.mark.parametrize("without,with_", [
-    pytest.param("mhca", "soft", marks=pytest.mark.xfail(reason=SEQ2SEQ_VAD_FLOOR, strict=False)),
-    ("t_mhca", "t_hard"),
-])
+@pytest.mark.parametrize("without,with_", [("mhca", "soft_frozen"), ("t_mhca", "t_hard")])
 def test_agreement_training_lowers_vad(smoke_run, without, with_):
     df = _table(smoke_run, "grounded_vad")
-    assert _ours(df, with_, "vad") < _ours(df, without, "vad")
+    assert df[df.ours != ""].runs.str.contains("/grounded_distinct.en-de.").all()
+    before, after = _ours(df, without, "vad"), _ours(df, with_, "vad")
+    assert before >= VAD_OFF_FLOOR, f"{without}: VAD {before:.3f} at its floor (0): no drop can count"
+    assert after <= VAD_DROP * before, f"{with_}: VAD {after:.3f} against {before:.3f} without agreement"
 
 
 def test_alignment_stage_matches_the_gold_alignment_and_logs_the_likelihood(smoke_run):
-    out = smoke_run / "results" / "align" / PAPER / "grounded.en-de"
-    gold = smoke_run / "results" / "data" / "grounded" / "align" / "test.en-de.gold"
+    out = smoke_run / "results" / "align" / PAPER / "grounded_distinct.en-de"  # the sets with VAD and t_hard
+    gold = smoke_run / "results" / "data" / "grounded_distinct" / "align" / "test.en-de.gold"
     assert aer_files(out / "test.align", gold)["aer"] < 0.15
-    log = (smoke_run / "results" / "logs" / "learn_alignment" / PAPER / "grounded.en-de.log").read_text()
+    log = (smoke_run / "results" / "logs" / "learn_alignment" / PAPER / "grounded_distinct.en-de.log").read_text()
     assert "log_e likelihood" in log
-    assert "forward_log_likelihood" in (smoke_run / "results" / "logs" / "align" / PAPER / "grounded.en-de"
+    assert "forward_log_likelihood" in (smoke_run / "results" / "logs" / "align" / PAPER / "grounded_distinct.en-de"
                                         / "test.log").read_text()
 
 
 def test_transformer_alignment_block_is_recorded(smoke_run):
-    choice = json.loads((smoke_run / "results" / "align" / PAPER / "grounded.en-de" / "layer.t_mhca.seed1.json")
+    choice = json.loads((smoke_run / "results" / "align" / PAPER / "grounded_distinct.en-de" / "layer.t_mhca.seed1.json")
                         .read_text())
     for direction in ("forward", "backward"):
         assert 0 <= choice[direction]["layer"] < len(choice[direction]["aer"])
-    log = (smoke_run / "results" / "logs" / "train_model" / PAPER / "t_hard" / "grounded.en-de.seed1.log").read_text()
+    log = (smoke_run / "results" / "logs" / "train_model" / PAPER / "t_hard" / "grounded_distinct.en-de.seed1.log").read_text()
     assert "alignment layer from" in log
 
 

@@ -34,6 +34,7 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
             seed=PLAN.dataset_value("generator_seed"),
             image_size=PLAN.dataset_value("image_size"),
             langs=list(_langs),
+            objects=PLAN.dataset_value("objects", "same"),
         script:
             "../scripts/generate_grounded.py"
 

@@ -87,8 +87,11 @@ class PlanBase:
             raise unknown_name("dataset", dataset, self.config["datasets"], "the config (datasets)")
         return self.config["datasets"][dataset]
 
-    def dataset_value(self, key):
-        return lambda wildcards: self.dataset_config(wildcards.dataset)[key]
+    def dataset_value(self, key, default=None):
+        """A rule's params function: ``datasets.<dataset>.<key>``; with ``default``, an optional key."""
+        if default is None:
+            return lambda wildcards: self.dataset_config(wildcards.dataset)[key]
+        return lambda wildcards: self.dataset_config(wildcards.dataset).get(key, default)
 
     def datasets_of(self, source: str) -> str:
         """A wildcard pattern matching the configured datasets of one source."""
