@@ -57,8 +57,8 @@ from .grounded import (
     gold_pairs,
     object_box,
 )
-from .grounded_captions import _DE_COLOUR, _DE_NOUN, _FR_COLOUR, _FR_NOUN, _FRAME_TAGS, COLOURS, SHAPES
-from mmt_repro.io import atomic_path, atomic_write, write_lines
+from .grounded_captions import _DE_COLOUR, _DE_NOUN, _FR_COLOUR, _FR_NOUN, _FRAME_TAGS, COLOURS, SHAPES, pharaoh_links
+from ..io import atomic_path, atomic_write, write_lines
 
 #: ``datasets.<name>.objects``: same (1-3 identical objects, the default set) | distinct (this module)
 OBJECT_KINDS = ("same", "distinct")
@@ -133,14 +133,7 @@ def gold_alignment(scene: Scene, src_lang: str, tgt_lang: str) -> str:
     ``i?j`` possible (one of them only as part of a phrase), as in
     :func:`mmt_repro.data.grounded_captions.gold_alignment`. A German or French colour word whose
     colour the English hides stays unlinked."""
-    src, tgt = tagged_caption(scene, src_lang), tagged_caption(scene, tgt_lang)
-    links = []
-    for i, (_, a) in enumerate(src):
-        for j, (_, b) in enumerate(tgt):
-            shared = a.keys() & b.keys()
-            if shared:
-                links.append(f"{i}{'-' if any(a[c] == _S and b[c] == _S for c in shared) else '?'}{j}")
-    return " ".join(links)
+    return pharaoh_links(tagged_caption(scene, src_lang), tagged_caption(scene, tgt_lang))
 
 
 def word_regions(scene: Scene, lang: str) -> list[int]:

@@ -273,7 +273,12 @@ def tagged_caption(ex: Example, lang: str) -> list[tuple[str, dict]]:
 def gold_alignment(ex: Example, src_lang: str, tgt_lang: str) -> str:
     """Pharaoh line of the gold alignment of the two captions of ``ex``: ``i-j`` (sure) and
     ``i?j`` (possible) for word ``i`` of the ``src_lang`` and ``j`` of the ``tgt_lang`` caption."""
-    src, tgt = tagged_caption(ex, src_lang), tagged_caption(ex, tgt_lang)
+    return pharaoh_links(tagged_caption(ex, src_lang), tagged_caption(ex, tgt_lang))
+
+
+def pharaoh_links(src: list, tgt: list) -> str:
+    """Pharaoh line linking two tagged captions (``(word, {concept: strength})`` per word):
+    ``i-j`` where both words state a shared concept surely, ``i?j`` where one only possibly."""
     links = []
     for i, (_, a) in enumerate(src):
         for j, (_, b) in enumerate(tgt):
