@@ -187,26 +187,42 @@ def _sample_example(rng: np.random.Generator, name: str, size: int, hide_prob: f
     )
 
 
-def _render(ex: Example, rng: np.random.Generator, size: int) -> Image.Image:
-    """Draw at 2x and downsample (anti-aliased edges); colours jittered slightly per image."""
-    ss = 2
+SUPERSAMPLE = 2  # objects are drawn at 2x and box-downsampled: anti-aliased edges
+
+
+def canvas(rng: np.random.Generator, size: int) -> Image.Image:
+    """A light background, its level and tint jittered per image, at ``SUPERSAMPLE`` x ``size``."""
     bg_level = int(rng.integers(220, 251))
     tint = rng.integers(-6, 7, size=3)
     bg = tuple(int(np.clip(bg_level + t, 0, 255)) for t in tint)
-    base = np.array(_RGB[ex.colour])
-    fill = tuple(int(v) for v in np.clip(base + rng.integers(-18, 19, size=3), 0, 255))
-    img = Image.new("RGB", (size * ss, size * ss), bg)
+    return Image.new("RGB", (size * SUPERSAMPLE, size * SUPERSAMPLE), bg)
+
+
+def jittered(rng: np.random.Generator, colour: str) -> tuple[int, int, int]:
+    """The RGB of ``colour``, each channel moved by up to 18."""
+    return tuple(int(v) for v in np.clip(np.array(_RGB[colour]) + rng.integers(-18, 19, size=3), 0, 255))
+
+
+def draw_object(draw: ImageDraw.ImageDraw, shape: str, cx: float, cy: float, r: float, fill) -> None:
+    """One object in its bounding circle (``cx, cy, r`` in canvas pixels): a circle, an inscribed
+    square or an upright equilateral triangle; its extent is :func:`object_box`."""
+    x1, y1, x2, y2 = object_box(shape, cx, cy, r)
+    if shape == "circle":
+        draw.ellipse([x1, y1, x2, y2], fill=fill)
+    elif shape == "square":
+        draw.rectangle([x1, y1, x2, y2], fill=fill)
+    else:
+        draw.polygon([(cx, y1), (x1, y2), (x2, y2)], fill=fill)
+
+
+def _render(ex: Example, rng: np.random.Generator, size: int) -> Image.Image:
+    """Draw at 2x and downsample (anti-aliased edges); colours jittered slightly per image."""
+    img = canvas(rng, size)
+    fill = jittered(rng, ex.colour)
     draw = ImageDraw.Draw(img)
+    ss = SUPERSAMPLE
     for cx, cy, r in ex.objects:
-        cx, cy, r = cx * ss, cy * ss, r * ss
-        if ex.shape == "circle":
-            draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=fill)
-        elif ex.shape == "square":
-            h = r * 0.7071  # half side: the square is inscribed in the bounding circle
-            draw.rectangle([cx - h, cy - h, cx + h, cy + h], fill=fill)
-        else:  # upright equilateral triangle inscribed in the bounding circle
-            pts = [(cx, cy - r), (cx - r * 0.866, cy + r * 0.5), (cx + r * 0.866, cy + r * 0.5)]
-            draw.polygon(pts, fill=fill)
+        draw_object(draw, ex.shape, cx * ss, cy * ss, r * ss, fill)
     return img.resize((size, size), Image.Resampling.BOX)
 
 

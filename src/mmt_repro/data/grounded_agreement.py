@@ -49,12 +49,15 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from .grounded import (
-    _RGB,
+    SUPERSAMPLE,
     _check_args,
     _place_objects,
     _split_rng,
+    canvas,
+    draw_object,
     generate_grounded,
     gold_pairs,
+    jittered,
     object_box,
 )
 from .grounded_captions import _DE_COLOUR, _DE_NOUN, _FR_COLOUR, _FR_NOUN, _FRAME_TAGS, COLOURS, SHAPES, pharaoh_links
@@ -165,20 +168,11 @@ def _sample_scene(rng: np.random.Generator, name: str, size: int, hide_prob: flo
 
 def _render(scene: Scene, rng: np.random.Generator, size: int) -> Image.Image:
     """As the grounded set draws (2x, box-downsampled, light jittered background), one colour per object."""
-    ss = 2
-    bg_level = int(rng.integers(220, 251))
-    tint = rng.integers(-6, 7, size=3)
-    img = Image.new("RGB", (size * ss, size * ss), tuple(int(np.clip(bg_level + t, 0, 255)) for t in tint))
+    img = canvas(rng, size)
     draw = ImageDraw.Draw(img)
+    ss = SUPERSAMPLE
     for colour, shape, (cx, cy, r) in zip(scene.colours, scene.shapes, scene.objects):
-        fill = tuple(int(v) for v in np.clip(np.array(_RGB[colour]) + rng.integers(-18, 19, size=3), 0, 255))
-        x1, y1, x2, y2 = (v * ss for v in object_box(shape, cx, cy, r))
-        if shape == "circle":
-            draw.ellipse([x1, y1, x2, y2], fill=fill)
-        elif shape == "square":
-            draw.rectangle([x1, y1, x2, y2], fill=fill)
-        else:
-            draw.polygon([(cx * ss, y1), (x1, y2), (x2, y2)], fill=fill)
+        draw_object(draw, shape, cx * ss, cy * ss, r * ss, jittered(rng, colour))
     return img.resize((size, size), Image.Resampling.BOX)
 
 
