@@ -70,7 +70,8 @@ class ResidentFeatures:
         n = len(store)
         self.device = device
         self.path = getattr(store, "npy", None)
-        first, _ = read_feature_rows(store, [0])
+        raw = getattr(store, "array", None)  # a FeatureStore's memory map: copied as stored, no float32 detour
+        first = raw[:1] if raw is not None else read_feature_rows(store, [0])[0]
         slots, dim = first.shape[1:]
         self.features = torch.empty((n, slots, dim), dtype=_dtype(store), device=device)
         self.mask = torch.empty((n, slots), dtype=torch.bool, device=device)
@@ -78,14 +79,18 @@ class ResidentFeatures:
         self.geometry = torch.empty((n, slots, 6), dtype=torch.float32, device=device) if regions else None
         bad = []
         for start in range(0, n, CHUNK_ROWS):
-            rows = list(range(start, min(start + CHUNK_ROWS, n)))
-            img, mask = read_feature_rows(store, rows)
+            stop = min(start + CHUNK_ROWS, n)
+            rows = list(range(start, stop))
+            if raw is not None:
+                img, mask = np.ascontiguousarray(raw[start:stop]), store.masks(rows)
+            else:
+                img, mask = read_feature_rows(store, rows)
             finite = np.isfinite(img).reshape(len(rows), -1).all(1)
             bad += [r for r, ok in zip(rows, finite) if not ok]
-            self.features[rows[0] : rows[-1] + 1] = torch.from_numpy(img).to(self.features.dtype)
-            self.mask[rows[0] : rows[-1] + 1] = torch.from_numpy(mask)
+            self.features[start:stop] = torch.from_numpy(img).to(self.features.dtype)
+            self.mask[start:stop] = torch.from_numpy(mask)
             if regions:
-                self.geometry[rows[0] : rows[-1] + 1] = torch.from_numpy(read_geometry_rows(store, rows))
+                self.geometry[start:stop] = torch.from_numpy(read_geometry_rows(store, rows))
         if bad:
             raise DataError(self.path, f"feature row(s) {bad[:20]} hold NaN or Inf",
                             "delete the feature store and re-run feature extraction (check the images and weights)")
