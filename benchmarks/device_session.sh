@@ -8,7 +8,12 @@
 #   prefetch.txt        phase A: benchmarks/bench_prefetch.py on the GPU
 #   compile.txt/.json   phase D: benchmarks/gpu_compile.py (eager vs fused optimiser vs compile)
 # Budgets (s): set-up 60, B 330, A 90, D 150: at most 630 with everything cut, about 520 typical.
+# PHASES picks and orders the phases (default "BAD"), B_LIMIT phase B's limit (s), CHECK=0 skips
+# the GPU self-check. A pilot session: PHASES=B B_LIMIT=560 CHECK=0 bash benchmarks/device_session.sh
 set -u
+PHASES=${PHASES:-BAD}
+B_LIMIT=${B_LIMIT:-330}
+CHECK=${CHECK:-1}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 REPO=$(pwd)
@@ -29,21 +34,34 @@ from mmt_repro.device import describe_device, pick_device
 d = pick_device('cuda')
 print(describe_device(d))
 " 2>&1
-  timeout -k 5 50 python3 benchmarks/gpu_calibration.py --check 2>&1 | tail -n 15
+  [ "$CHECK" = 1 ] && timeout -k 5 50 python3 benchmarks/gpu_calibration.py --check 2>&1 | tail -n 15
 } > "$OUT/device.txt" 2>&1
 cat "$OUT/device.txt"
 
-stamp "B: paper-setting jobs"
-(cd .gpu && timeout -k 10 330 python3 "$REPO/benchmarks/gpu_paper_run.py" run --out "$OUT") 2>&1 | tail -n 20
-ls -la "$OUT"
+phase_B() {
+  stamp "B: paper-setting jobs"
+  nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv -l 30 > "$OUT/gpu_util.csv" 2>&1 &
+  local smi=$!
+  (cd .gpu && timeout -k 10 "$B_LIMIT" python3 "$REPO/benchmarks/gpu_paper_run.py" run --out "$OUT") 2>&1 | tail -n 20
+  kill "$smi" 2>/dev/null
+  # cut by its limit: the curves and logs so far still come back (no checkpoints)
+  [ -f "$OUT/gpu_run.tar.gz" ] || tar czf "$OUT/gpu_run_partial.tar.gz" --exclude='*.pt' -C .gpu logs results
+  ls -la "$OUT"
+}
 
-stamp "A: prefetch"
-timeout -k 5 90 python3 -c "$STUB
+phase_A() {
+  stamp "A: prefetch"
+  timeout -k 5 90 python3 -c "$STUB
 import runpy; sys.argv = ['bench_prefetch.py', '--device', 'cuda', '--steps', '60', '--repeats', '2', '--threads', '4']
 runpy.run_path('benchmarks/bench_prefetch.py', run_name='__main__')
 " 2>&1 | grep -v Warning | tee "$OUT/prefetch.txt" | tail -n 12
+}
 
-stamp "D: compile"
-timeout -k 5 150 python3 benchmarks/gpu_compile.py --cases bertgen.bertgen --steps 20 --warmup 6 --budget-s 100 \
-  --out "$OUT/compile.json" 2>&1 | grep -v -E "^[WICE][0-9]{4} " | tee "$OUT/compile.txt" | tail -n 12
+phase_D() {
+  stamp "D: compile"
+  timeout -k 5 150 python3 benchmarks/gpu_compile.py --cases bertgen.bertgen --steps 20 --warmup 6 --budget-s 100 \
+    --out "$OUT/compile.json" 2>&1 | grep -v -E "^[WICE][0-9]{4} " | tee "$OUT/compile.txt" | tail -n 12
+}
+
+for phase in $(echo "$PHASES" | fold -w1); do "phase_$phase"; done
 stamp done

@@ -86,7 +86,7 @@ class TrainConfig:
     lr_schedule: str = "constant"
     lr_patience: int = 2  # plateau schedule: epochs without improvement before lowering lr
     lr_decay: float = 0.5  # plateau and epoch_decay: factor applied to lr
-    warmup_steps: int = 0  # inverse_sqrt and linear: updates of linear warm-up from 0 to lr
+    warmup_steps: int = 0  # inverse_sqrt, linear, epoch_decay: updates of linear warm-up from 0 to lr
     decay_steps: int = 0  # linear: the update at which lr reaches 0 (0: decay_epochs x updates per epoch)
     decay_epochs: float = 0.0  # linear without decay_steps: the epoch at whose end lr reaches 0 (0: max_epochs)
     val_beam: int = 1  # beam size for validation decoding (1: greedy)
@@ -416,20 +416,45 @@ def _block(cls, values, where: str):
         raise ConfigError(f"{where}: {err}") from err
 
 
+def with_variants(raw_systems: dict, override_systems: dict) -> dict:
+    """The overrides' systems with every new ``variant_of`` system spelled out: a system that an
+    overlay adds (a name the settings file does not have) must say ``variant_of: <system>``; it is
+    that system's block with the variant's keys merged in (``train: {batch_size: 32}`` changes one
+    setting). Any other unknown name stays as it is (a typo: reported by the caller)."""
+    out = {}
+    for name, block in (override_systems or {}).items():
+        if isinstance(block, dict) and block.get("variant_of") is not None:
+            base = block["variant_of"]
+            if name in raw_systems:
+                raise ConfigError(f"system '{name}' exists already: override it without variant_of")
+            if base not in raw_systems:
+                raise ConfigError(f"system '{name}': variant_of names unknown system {base!r}; systems: "
+                                  f"{', '.join(sorted(raw_systems))}")
+            rest = {k: v for k, v in block.items() if k != "variant_of"}
+            block = deep_update(raw_systems[base], {"description": f"{base}, varied: {sorted(rest)}", **rest})
+        out[name] = block
+    return out
+
+
 def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> PaperSettings:
-    """Read and check ``path`` (``config/papers/<paper>.yaml``) with ``overrides`` merged in."""
+    """Read and check ``path`` (``config/papers/<paper>.yaml``) with ``overrides`` merged in;
+    an override system with ``variant_of`` is a new system (:func:`with_variants`)."""
     path = Path(path)
     raw = load_yaml(path)
-    data = deep_update(raw, overrides or {})
+    raw_systems = raw.get("systems") or {}
+    overrides = dict(overrides or {})
+    for name, block in (overrides.get("systems") or {}).items():
+        if name not in raw_systems and not (isinstance(block, dict) and block.get("variant_of") is not None):
+            raise ConfigError(f"override for unknown system '{name}' of {paper}; systems in {path}: "
+                              f"{', '.join(sorted(raw_systems))} (a new system says variant_of: <system>)")
+    if overrides.get("systems"):
+        overrides["systems"] = with_variants(raw_systems, overrides["systems"])
+    data = deep_update(raw, overrides)
     source = path
     path = Path(f"{path} (+ papers.{paper}.overrides)") if overrides else path
     unknown = sorted(set(data) - set(_TOP_KEYS))
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {unknown}; valid: {', '.join(_TOP_KEYS)}")
-    for name in (overrides or {}).get("systems", {}) or {}:
-        if name not in (raw.get("systems") or {}):
-            raise ConfigError(f"override for unknown system '{name}' of {paper}; systems in {source}: "
-                              f"{', '.join(sorted(raw.get('systems') or {}))}")
     if "recipe" not in data:
         raise ConfigError(f"{path}: no 'recipe' block (how the paper prepares its text); see docs/adding_a_paper.md")
     try:

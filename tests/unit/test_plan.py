@@ -131,6 +131,49 @@ def test_decode_of_decodes_the_same_checkpoint_with_its_own_beam(full, tmp_path)
         load_paper("emb_pred", settings, {"systems": {"nmt_beam6": {"decode_of": "nmtt"}}})
 
 
+def test_an_overlay_adds_a_system_as_a_variant_of_a_paper_system():
+    """``variant_of``: the paper system's block with the variant's keys merged in (model, sizes,
+    every other train setting kept); a new name without it is still a typo; it cannot shadow a
+    paper system or vary an unknown one."""
+    from mmt_repro.settings import load_paper
+
+    settings = REPO / "config" / "papers" / "visual_agreement.yaml"
+    paper = load_paper("visual_agreement", settings,
+                       {"systems": {"onlytext_b16": {"variant_of": "onlytext", "train": {"batch_size": 16}}}})
+    base, var = paper.systems["onlytext"], paper.systems["onlytext_b16"]
+    assert var.model == base.model == "visual_agreement.seq2seq_text" and var.model_config == base.model_config
+    assert var.train == {**base.train, "batch_size": 16} and base.train["batch_size"] == 64
+    assert var.train["lr_schedule"] == "epoch_decay" and var.train["lr"] == 0.0003
+    with pytest.raises(ConfigError, match="unknown system 'onlytext_b16'.*variant_of"):
+        load_paper("visual_agreement", settings, {"systems": {"onlytext_b16": {"train": {"batch_size": 16}}}})
+    with pytest.raises(ConfigError, match="exists already"):
+        load_paper("visual_agreement", settings, {"systems": {"mhca": {"variant_of": "onlytext"}}})
+    with pytest.raises(ConfigError, match="variant_of names unknown system 'onlytxt'"):
+        load_paper("visual_agreement", settings, {"systems": {"x": {"variant_of": "onlytxt"}}})
+
+
+def test_the_pilot_overlay_plans_its_variants(tmp_path):
+    """config/pilot_visual_agreement.yaml: five train jobs, the variants differing from the
+    paper's system only where the overlay says (batch 32/16; warm-up 454)."""
+    from types import SimpleNamespace
+
+    from mmt_repro.config import deep_update, load_yaml
+    from mmt_repro.plan import Plan
+
+    config = deep_update(load_yaml(REPO / "config" / "config.yaml"),
+                         load_yaml(REPO / "config" / "pilot_visual_agreement.yaml"))
+    plan = Plan(config, REPO)
+    jobs = {s: plan.train_job(SimpleNamespace(paper="visual_agreement", system=s, dataset="multi30k", pair="en-de",
+                                              seed="1"))
+            for s in ("onlytext", "onlytext_b32", "onlytext_b16", "t_onlytext", "t_onlytext_warmup")}
+    assert {s: j.train_config["batch_size"] for s, j in jobs.items()} == {
+        "onlytext": 64, "onlytext_b32": 32, "onlytext_b16": 16, "t_onlytext": 64, "t_onlytext_warmup": 64}
+    assert jobs["t_onlytext_warmup"].train_config["warmup_steps"] == 454
+    assert "warmup_steps" not in jobs["t_onlytext"].train_config
+    assert jobs["onlytext_b16"].model_config == jobs["onlytext"].model_config
+    assert jobs["t_onlytext_warmup"].inputs == jobs["t_onlytext"].inputs
+
+
 def test_train_on_decodes_the_one_multitask_run(full):
     """BertGen: every table decodes the one model trained on multi30k en-de (train_on)."""
     assert full.checkpoint_of("bertgen", "bertgen", "iwslt14_de_en", "de-en", 1) == \

@@ -123,6 +123,8 @@ def test_the_torch_free_type_table_matches_the_models_dataclasses():
      "papers.doubly_attentive.tables.grounded.test_sets: 'tset' is not a split of datasets.grounded"),
     ({"papers": {"doubly_attentive": {"overrides": {"systems": {"nmtt": {"train": {"lr": 1.0}}}}}}}, [GROUNDED],
      "unknown system 'nmtt' in papers.doubly_attentive.overrides.systems"),
+    ({"papers": {"doubly_attentive": {"overrides": {"systems": {"nmt2": {"variant_of": "nmtt"}}}}}}, [GROUNDED],
+     "unknown system 'nmtt' in papers.doubly_attentive.overrides.systems.nmt2.variant_of"),
     ({"device": "tpu"}, [GROUNDED], "config key 'device'"),
 ])
 def test_every_unknown_name_is_reported(base, overlay, targets, start):

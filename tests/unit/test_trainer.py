@@ -130,6 +130,26 @@ def test_epoch_decay_halves_lr_after_every_epoch_in_the_curve(toy_corpus, tmp_pa
     assert lr == pytest.approx([0.005, 0.0025, 0.00125])  # lr after epochs 1, 2, 3 (base 0.01)
 
 
+def test_epoch_decay_with_warmup_factors():
+    """Warm-up over W = 3 updates, epochs of 4 updates, halved after each: update u runs at
+    min(1, u / 3) * 0.5 ** ((u - 1) // 4)."""
+    from mmt_repro.train.trainer import LRFactor
+
+    f = LRFactor("epoch_decay", 3, 0, 0.5, per_epoch=4)
+    assert [f(i) for i in range(10)] == pytest.approx(
+        [1 / 3, 2 / 3, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.25, 0.25])
+
+
+def test_epoch_decay_with_warmup_halves_at_the_same_epoch_ends(toy_corpus, tmp_path):
+    """The curve's lr after each epoch equals the plain epoch_decay's (8 updates an epoch, the
+    warm-up inside the first), and the schedule moves per update (last_epoch = updates)."""
+    run(toy_corpus, tmp_path, lr_schedule="epoch_decay", lr_decay=0.5, warmup_steps=4, max_epochs=3)
+    rows = [r.split("\t") for r in (tmp_path / "curve.tsv").read_text().splitlines()]
+    lr = [float(r[rows[0].index("lr")]) for r in rows[1:]]
+    assert lr == pytest.approx([0.005, 0.0025, 0.00125])
+    assert read_checkpoint(tmp_path / "last.pt")["scheduler"]["last_epoch"] == 24
+
+
 def test_linear_schedule_reaches_zero_at_the_last_update_and_resumes(toy_corpus, tmp_path):
     """decay_steps 0: the decay ends with the last update of max_epochs (3 epochs x 8)."""
     run(toy_corpus, tmp_path, lr_schedule="linear", warmup_steps=4, max_epochs=3)

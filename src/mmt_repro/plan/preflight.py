@@ -105,14 +105,23 @@ def override_problems(paper: str, raw: dict, overrides: dict, source: str) -> tu
         if not isinstance(systems, dict):
             continue
         for name, block in systems.items():
-            if origin == "overrides" and name not in raw_systems:
+            if origin == "overrides" and isinstance(block, dict) and block.get("variant_of") is not None:
+                if block["variant_of"] not in raw_systems:
+                    messages.append(str(unknown_name("system", block["variant_of"], raw_systems,
+                                                     f"papers.{paper}.overrides.systems.{name}.variant_of")))
+                    drops.append(["systems", name])
+                    continue
+                block = {k: v for k, v in block.items() if k != "variant_of"}
+                base = raw_systems[systems[name]["variant_of"]]
+            elif origin == "overrides" and name not in raw_systems:
                 messages.append(str(unknown_name("system", name, raw_systems,
                                                  f"papers.{paper}.overrides.systems (systems in {source})")))
                 drops.append(["systems", name])
                 continue
+            else:
+                base = raw_systems.get(name) or {}
             if not isinstance(block, dict):
                 continue
-            base = raw_systems.get(name) or {}
             model = block.get("model") or base.get("model")
             at = f"{where}systems.{name}"
             sk = None if keys is None else ["systems", name]
