@@ -82,11 +82,14 @@ class TrainConfig:
     # constant | plateau (times lr_decay when val BLEU stalls for lr_patience epochs) |
     # inverse_sqrt (linear warm-up to lr over warmup_steps updates, then lr * sqrt(warmup / step):
     # Vaswani et al.'s eq. with lr = d_model^-0.5 warmup^-0.5) | linear (warm-up, then linear decay
-    # to 0 at decay_steps) | epoch_decay (times lr_decay after every epoch)
+    # to 0 at decay_steps) | epoch_decay (times lr_decay after every epoch from decay_start_epoch
+    # on, or from the first epoch without a better validation BLEU with decay_on_stall)
     lr_schedule: str = "constant"
     lr_patience: int = 2  # plateau schedule: epochs without improvement before lowering lr
     lr_decay: float = 0.5  # plateau and epoch_decay: factor applied to lr
     warmup_steps: int = 0  # inverse_sqrt, linear, epoch_decay: updates of linear warm-up from 0 to lr
+    decay_start_epoch: int = 1  # epoch_decay: the first epoch after which lr is multiplied by lr_decay
+    decay_on_stall: bool = False  # epoch_decay: start earlier, at the first epoch without a better val BLEU
     decay_steps: int = 0  # linear: the update at which lr reaches 0 (0: decay_epochs x updates per epoch)
     decay_epochs: float = 0.0  # linear without decay_steps: the epoch at whose end lr reaches 0 (0: max_epochs)
     val_beam: int = 1  # beam size for validation decoding (1: greedy)

@@ -169,7 +169,8 @@ def test_the_pilot_overlay_plans_its_variants(tmp_path):
     assert {s: j.train_config["batch_size"] for s, j in jobs.items()} == {
         "onlytext": 64, "onlytext_b32": 32, "onlytext_b16": 16, "t_onlytext": 64, "t_onlytext_warmup": 64}
     assert jobs["t_onlytext_warmup"].train_config["warmup_steps"] == 454
-    assert "warmup_steps" not in jobs["t_onlytext"].train_config
+    assert jobs["t_onlytext"].train_config["warmup_steps"] == 0  # the pilot as it ran (the full config warms up)
+    assert {j.train_config["decay_start_epoch"] for j in jobs.values()} == {1}  # the literal halving
     assert jobs["onlytext_b16"].model_config == jobs["onlytext"].model_config
     assert jobs["t_onlytext_warmup"].inputs == jobs["t_onlytext"].inputs
 

@@ -120,7 +120,9 @@ def test_linear_warmup_then_decay_and_epoch_decay_factors():
     assert [lin(i) for i in range(13)] == pytest.approx(
         [0.25, 0.5, 0.75, 1.0, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8, 0.0, 0.0])
     ep = LRFactor("epoch_decay", 0, 0, 0.5)
-    assert [ep(i) for i in range(4)] == [1.0, 0.5, 0.25, 0.125]
+    assert [ep(i) for i in (0, 7, 100)] == [1.0, 1.0, 1.0]  # moved only by the trainer's halvings
+    ep.halvings = 3
+    assert ep(5) == 0.125
 
 
 def test_epoch_decay_halves_lr_after_every_epoch_in_the_curve(toy_corpus, tmp_path):
@@ -131,13 +133,13 @@ def test_epoch_decay_halves_lr_after_every_epoch_in_the_curve(toy_corpus, tmp_pa
 
 
 def test_epoch_decay_with_warmup_factors():
-    """Warm-up over W = 3 updates, epochs of 4 updates, halved after each: update u runs at
-    min(1, u / 3) * 0.5 ** ((u - 1) // 4)."""
+    """Warm-up over W = 3 updates: update u runs at min(1, u / 3) * 0.5 ** halvings."""
     from mmt_repro.train.trainer import LRFactor
 
-    f = LRFactor("epoch_decay", 3, 0, 0.5, per_epoch=4)
-    assert [f(i) for i in range(10)] == pytest.approx(
-        [1 / 3, 2 / 3, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.25, 0.25])
+    f = LRFactor("epoch_decay", 3, 0, 0.5)
+    assert [f(i) for i in range(5)] == pytest.approx([1 / 3, 2 / 3, 1.0, 1.0, 1.0])
+    f.halvings = 2
+    assert [f(i) for i in (0, 4)] == pytest.approx([1 / 12, 0.25])
 
 
 def test_epoch_decay_with_warmup_halves_at_the_same_epoch_ends(toy_corpus, tmp_path):
@@ -147,7 +149,33 @@ def test_epoch_decay_with_warmup_halves_at_the_same_epoch_ends(toy_corpus, tmp_p
     rows = [r.split("\t") for r in (tmp_path / "curve.tsv").read_text().splitlines()]
     lr = [float(r[rows[0].index("lr")]) for r in rows[1:]]
     assert lr == pytest.approx([0.005, 0.0025, 0.00125])
-    assert read_checkpoint(tmp_path / "last.pt")["scheduler"]["last_epoch"] == 24
+    last = read_checkpoint(tmp_path / "last.pt")
+    assert last["scheduler"]["last_epoch"] == 24 and last["scheduler"]["lr_lambdas"][0]["halvings"] == 3
+
+
+def test_epoch_decay_starts_at_decay_start_epoch_and_resumes(toy_corpus, tmp_path):
+    """decay_start_epoch 3 (OpenNMT-py's start_decay_at): the rate stays at 0.01 after epochs 1-2,
+    then halves after each epoch; a run stopped after epoch 3 resumes with the halving it had."""
+    run(toy_corpus, tmp_path, lr_schedule="epoch_decay", lr_decay=0.5, decay_start_epoch=3, max_epochs=3)
+    run(toy_corpus, tmp_path, lr_schedule="epoch_decay", lr_decay=0.5, decay_start_epoch=3, max_epochs=5)
+    rows = [r.split("\t") for r in (tmp_path / "curve.tsv").read_text().splitlines()]
+    lr = [float(r[rows[0].index("lr")]) for r in rows[1:]]
+    assert lr == pytest.approx([0.01, 0.01, 0.005, 0.0025, 0.00125])
+
+
+def test_epoch_decay_on_stall_starts_at_the_first_epoch_without_improvement():
+    """decay_on_stall: the first epoch whose validation BLEU is not better starts the halving,
+    which then goes on after every epoch, improved or not."""
+    from types import SimpleNamespace
+
+    from mmt_repro.train.trainer import _decay_due
+
+    cfg = SimpleNamespace(decay_start_epoch=8, decay_on_stall=True)
+    progress = {}
+    due = [_decay_due(cfg, progress, e, imp) for e, imp in enumerate([True, True, False, True, True], 1)]
+    assert due == [False, False, True, True, True]
+    assert [_decay_due(SimpleNamespace(decay_start_epoch=8, decay_on_stall=False), {}, e, False)
+            for e in (1, 7, 8)] == [False, False, True]
 
 
 def test_linear_schedule_reaches_zero_at_the_last_update_and_resumes(toy_corpus, tmp_path):

@@ -71,23 +71,20 @@ class LRFactor:
     - ``inverse_sqrt``: ``min(u / W, sqrt(W / u))`` (linear warm-up over ``W`` updates to the
       peak ``lr``, then inverse square root; Vaswani et al. 2017, eq. 3 of section 5.3);
     - ``linear``: ``u / W`` during warm-up, then ``max(0, (T - u) / (T - W))``;
-    - ``epoch_decay`` (stepped per epoch): ``lr_decay ** epochs done``; with a warm-up ``W``
-      (stepped per update, ``per_epoch`` updates an epoch): ``min(1, u / W) * lr_decay **
-      ((u - 1) // per_epoch)``, the same halvings at the same epoch ends.
+    - ``epoch_decay``: ``min(1, u / W) * lr_decay ** halvings`` (no warm-up when ``W`` = 0), where
+      ``halvings`` counts the epoch ends at which the trainer lowered the rate (:func:`_decay_due`).
     """
 
-    per_epoch = 0  # epoch_decay with a warm-up: updates per epoch (absent from older checkpoints)
+    halvings = 0  # epoch_decay: how often the rate was multiplied by ``decay`` (kept in the checkpoint)
 
-    def __init__(self, schedule: str, warmup: int, total: int, decay: float, per_epoch: int = 0):
+    def __init__(self, schedule: str, warmup: int, total: int, decay: float):
         self.schedule, self.warmup, self.total, self.decay = schedule, warmup, total, decay
-        self.per_epoch = per_epoch
 
     def __call__(self, i: int) -> float:
-        if self.schedule == "epoch_decay" and not self.warmup:
-            return self.decay**i
-        u = i + 1
         if self.schedule == "epoch_decay":
-            return min(1.0, u / self.warmup) * self.decay ** (i // max(self.per_epoch, 1))
+            warm = min(1.0, (i + 1) / self.warmup) if self.warmup else 1.0
+            return warm * self.decay**self.halvings
+        u = i + 1
         if self.warmup and u <= self.warmup:
             return u / self.warmup
         if self.schedule == "inverse_sqrt":
@@ -102,13 +99,30 @@ def _scheduler(cfg: TrainConfig, optimizer, updates_per_epoch: int):
     if cfg.lr_schedule == "constant":
         return None
     total = cfg.decay_steps or round((cfg.decay_epochs or cfg.max_epochs) * max(updates_per_epoch, 1))
-    factor = LRFactor(cfg.lr_schedule, cfg.warmup_steps, total, cfg.lr_decay, per_epoch=max(updates_per_epoch, 1))
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, LRFactor(cfg.lr_schedule, cfg.warmup_steps, total, cfg.lr_decay))
 
 
 def _steps_per_update(cfg: TrainConfig) -> bool:
     """Whether the schedule moves at every update (else per epoch or on validation)."""
-    return cfg.lr_schedule in ("inverse_sqrt", "linear") or (cfg.lr_schedule == "epoch_decay" and cfg.warmup_steps > 0)
+    return cfg.lr_schedule in ("inverse_sqrt", "linear", "epoch_decay")
+
+
+def _decay_due(cfg: TrainConfig, progress: dict, epoch: int, improved: bool) -> bool:
+    """epoch_decay: whether the rate is multiplied by ``lr_decay`` at the end of ``epoch``. From
+    ``decay_start_epoch`` on after every epoch; with ``decay_on_stall`` also from the first epoch
+    whose validation BLEU did not improve. Once started it never stops (OpenNMT-py's legacy
+    ``start_decay_at`` / perplexity rule, the flag kept in ``progress``)."""
+    if epoch >= cfg.decay_start_epoch or (cfg.decay_on_stall and not improved):
+        progress["decay_started"] = True
+    return bool(progress.get("decay_started"))
+
+
+def _halve(run) -> None:
+    """One more ``lr_decay`` on the rate of the next update (the schedule's position unchanged)."""
+    factor = run.scheduler.lr_lambdas[0]
+    factor.halvings += 1
+    for group, base in zip(run.optimizer.param_groups, run.scheduler.base_lrs, strict=True):
+        group["lr"] = base * factor(run.scheduler.last_epoch)
 
 
 class _SignalFlag:
@@ -417,8 +431,8 @@ def _end_epoch(run: _Run, sums: dict, seconds: float, elapsed: float, budget_sto
         p["bad_epochs"] += 1
     if cfg.lr_schedule == "plateau":
         run.scheduler.step(bleu)
-    elif cfg.lr_schedule == "epoch_decay" and not cfg.warmup_steps:  # with a warm-up: per update
-        run.scheduler.step()
+    elif cfg.lr_schedule == "epoch_decay" and _decay_due(cfg, p, epoch, improved):
+        _halve(run)
     means = _means(sums)
     row = {"epoch": epoch, "step": p["step"], "val_bleu": round(bleu, 2), "lr": run.optimizer.param_groups[0]["lr"],
            "tokens_per_s": round(sums.get("n_tokens", 0) / max(seconds, 1e-9), 1), "elapsed_s": round(elapsed, 1)}
@@ -540,8 +554,8 @@ def train(
     if hasattr(train_data, "counts"):
         log.info("training examples per task: %s", train_data.counts())
     _make_resident(train_data, dev)
-    updates = 0  # per epoch: only linear without decay_steps and epoch_decay with a warm-up need it
-    if (cfg.lr_schedule == "linear" and not cfg.decay_steps) or (cfg.lr_schedule == "epoch_decay" and cfg.warmup_steps):
+    updates = 0  # per epoch: only the linear schedule without decay_steps needs it
+    if cfg.lr_schedule == "linear" and not cfg.decay_steps:
         updates = -(-len(train_data.train_batches(cfg.batch_size, cfg.seed, 1, by_tokens=cfg.batch_by_tokens)) // cfg.accumulate)
     run = _Run(
         cfg=cfg, model=model, optimizer=optimizer, scheduler=_scheduler(cfg, optimizer, updates), device=dev,
