@@ -263,6 +263,46 @@ def test_packing_gives_the_same_losses(vocab, tmp_path):
     assert torch.allclose(ga, gb, atol=1e-10)
 
 
+@pytest.mark.parametrize("with_images", [False, True])
+def test_padding_and_packing_are_masked_with_and_without_sdpa(vocab, with_images):
+    """``use_sdpa`` false (HF's eager attention, which adds its mask to the scores) and true
+    (SDPA, a boolean mask): a short example's [MASK] logits are the same alone, padded in a
+    batch beside a longer example (more text, more regions) and in a packed row; and the two
+    attention paths give the same logits on the same batch."""
+    w = [vocab.token_to_id(f"w{i}") for i in range(25)]
+    base = tiny(vocab, visual_ln_init=1.0).eval()
+    lang = base.lang_id("de")
+    a = text_ids(lang, base.cls_id, base.sep_id, base.mask_id, w[:3], w[10:12])
+    b = text_ids(lang, base.cls_id, base.sep_id, base.mask_id, w[:15], w[20:25])
+    at = [len(a) - 2, len(b) - 2, len(b) - 2]
+    n_reg = [2, 5, 5]  # regions of images 0 (a's), 1 and 2 (b's)
+    img = [0, 1, 2] if with_images else [-1, -1, -1]
+    obj = torch.randn(3, 5, TINY["hidden_size"], generator=torch.Generator().manual_seed(1)) if with_images else None
+    size = [len(t) + (n if with_images else 0) + 1 for t, n in zip((a, b), n_reg)]
+    lays = {
+        "alone": (layout([a], at[:1], img[:1], n_reg[:1], 5, vocab.pad_id), 0, obj[:1] if with_images else None),
+        "padded": (layout([a, b], at[:2], img[:2], n_reg[:2], 5, vocab.pad_id), 0, obj[:2] if with_images else None),
+        # rows [b, a] and [b] (padded): a shares its row with b
+        "packed": (layout([b, a, b], [at[1], at[0], at[2]], [img[1], img[0], img[2]], n_reg, 5,
+                          vocab.pad_id, pack_len=sum(size)),
+                   1, obj),
+    }
+    assert lays["padded"][0].kind[0].eq(0).any() and lays["packed"][0].packed
+    got = {}
+    for sdpa in (False, True):
+        model = tiny(vocab, visual_ln_init=1.0, use_sdpa=sdpa).eval()
+        model.load_state_dict(base.state_dict())
+        with torch.no_grad():
+            for name, (lay, e, o) in lays.items():
+                got[sdpa, name] = model.predict(model.hidden(lay, o))[e]
+        for name in ("padded", "packed"):
+            diff = (got[sdpa, name] - got[sdpa, "alone"]).abs().max().item()
+            assert diff <= 1e-5, (sdpa, name, diff)
+    for name in lays:
+        diff = (got[False, name] - got[True, name]).abs().max().item()
+        assert diff <= 1e-5, (name, diff)
+
+
 # ----------------------------------------------------------------------------- decoding
 
 

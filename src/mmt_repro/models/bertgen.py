@@ -428,8 +428,16 @@ class BertGen(MMTModel):
         return (same | eye).unsqueeze(1)
 
     def hidden(self, lay: Layout, obj: torch.Tensor | None) -> torch.Tensor:
-        """Hidden states at the [MASK] positions ``(examples, H)``."""
-        h = self.encoder(self.embed(lay, obj), self.attention_mask(lay)).last_hidden_state
+        """Hidden states at the [MASK] positions ``(examples, H)``. SDPA takes the boolean mask
+        (True = attend); HF's eager attention *adds* its mask to the scores, so there the masked
+        keys get ``finfo.min`` (a softmax weight of exactly 0, as SDPA's boolean mask gives): a
+        boolean mask added as 1/0 would leave padding and other examples' keys visible."""
+        emb = self.embed(lay, obj)
+        mask = self.attention_mask(lay)
+        if not self.config.use_sdpa:
+            mask = torch.zeros(mask.shape, dtype=emb.dtype, device=mask.device).masked_fill(
+                ~mask, torch.finfo(emb.dtype).min)
+        h = self.encoder(emb, mask).last_hidden_state
         return h[lay.mask_rows, lay.mask_cols]
 
     def predict(self, h: torch.Tensor) -> torch.Tensor:
