@@ -16,16 +16,18 @@ import torch
 
 from mmt_repro.checkpoint import load_model, save_checkpoint
 from mmt_repro.data.batching import ParallelData
-from mmt_repro.data.unroll import UnrolledData, unrolled_count
+from mmt_repro.data.unroll import UnrolledData, seq_len_cap, unrolled_count
 from mmt_repro.decode.loop import decode_data
 from mmt_repro.models import Vocabs, build_model
 from mmt_repro.models.bertgen import (
     END,
+    IGNORE,
     REGION,
     TEXT,
     BertGen,
     BertGenConfig,
     Layout,
+    Stream,
     coordinate_embedding,
     layout,
     parameter_count,
@@ -239,6 +241,166 @@ def test_multitask_epoch_is_one_pass_over_the_reference_and_other_tasks_continue
     assert all(np.array_equal(a, b) for a, b in zip(e2, again))  # a pure function of (seed, epoch)
     batch = mix.collate(e1[0])
     assert batch["img"] is not None and model(batch)["loss"].isfinite()
+
+
+# ----------------------------------------------------------------------------- the authors' seq_len cap
+
+
+def authors_cut(n_text: int, n_regions: int, seq_len: int) -> tuple[int, int]:
+    """The truncation of ImperialNLP/BertGen's Multi30kDataset.__getitem__ restated step by
+    step: one position at a time, a region while regions outnumber text positions, else a text
+    position, until the sum fits (or a side is empty); then at least 2 text positions, 1 region."""
+    if n_text + n_regions <= seq_len:
+        return n_text, n_regions
+    t, b = n_text, n_regions
+    while t + b > seq_len and t > 0 and b > 0:
+        if b > t:
+            b -= 1
+        else:
+            t -= 1
+    return max(t, 2), max(b, 1)
+
+
+def test_seq_len_cap_is_the_authors_loop_in_closed_form():
+    for seq_len in range(1, 41):
+        t, b = np.meshgrid(np.arange(1, 37), np.arange(0, 37), indexing="ij")
+        got_t, got_b = seq_len_cap(t.ravel(), b.ravel(), seq_len)
+        for tt, bb, gt, gb in zip(t.ravel(), b.ravel(), got_t, got_b):
+            want = (int(tt), int(bb)) if bb == 0 else authors_cut(int(tt), int(bb), seq_len)
+            assert (int(gt), int(gb)) == want, (tt, bb, seq_len)
+    # their training runs: 64 positions, 100 regions + the whole image
+    assert [tuple(int(v) for v in seq_len_cap(t, 101, 64)) for t in (20, 32, 33, 40, 80)] == [
+        (20, 44), (32, 32), (32, 32), (32, 32), (32, 32)]
+    assert tuple(int(v) for v in seq_len_cap(20, 11, 64)) == (20, 11)  # fits: untouched
+    assert tuple(int(v) for v in seq_len_cap(60, 11, 64)) == (53, 11)  # few regions: only text is cut
+    assert tuple(int(v) for v in seq_len_cap(200, 0, 64)) == (200, 0)  # no image (MT): never cut
+    assert tuple(int(v) for v in seq_len_cap(40, 101, 0)) == (40, 101)  # 0: off
+
+
+class _Task:
+    """What Stream.collate reads of a task: language pair, source and target ids."""
+
+    def __init__(self, src, tgt, langs):
+        self.src, self.tgt, self.langs = src, tgt, langs
+
+
+def _collate(vocab, seq_len: int, items, n_regions: list[int]) -> dict:
+    """Stream.collate of ``items`` ``(task, sentence, t, image)``, image ``i`` with
+    ``n_regions[i]`` valid slots (the whole image in slot 0: full_image store)."""
+    model = tiny(vocab, max_regions=16, full_image="store")
+    stream = Stream(model.cls_id, model.sep_id, model.mask_id, vocab.pad_id, vocab.eos_id, model.lang_ids,
+                    "store", 16, image_seq_len=seq_len)
+    width = max(n_regions)
+    mask = np.arange(width)[None] < np.asarray(n_regions)[:, None]
+    images = (np.ones((len(n_regions), width, 6), np.float32), mask, np.zeros((len(n_regions), width, 6), np.float32))
+
+    def read(got):
+        return [img for *_, img in items], images
+
+    return stream.collate([(d, i, t) for d, i, t, _ in items], read)
+
+
+def _example(batch: dict, e: int) -> tuple[list[int], int, int]:
+    """Example ``e`` (one per row, unpacked): its text ids, its region positions, its label."""
+    kind = batch["lay_kind"][e]
+    return (batch["lay_tokens"][e][kind == TEXT].tolist(), int((kind == REGION).sum()),
+            int(batch["labels"][e]))
+
+
+def test_seq_len_cap_cuts_regions_then_text_with_its_mask_and_label(vocab):
+    """Hand-built examples at a cap of 16 positions (text + regions): a short caption keeps its
+    text and loses regions; an MMT example whose text passes 8 keeps its first 7 text positions
+    and the final [SEP], without [MASK] or label, beside 8 regions; a short one that fits is
+    untouched; an MT example (no image) is never cut. Off (0), every example is as before."""
+    w = [vocab.token_to_id(f"w{i}") for i in range(12)]
+    cap = _Task(None, [w[:4]], (None, "de"))
+    mmt = _Task([w[:6], w[:2]], [w[6:11], w[6:8]], ("en", "de"))
+    mt = _Task([w[:10]], [w[:10]], ("en", "de"))
+    items = [(cap, 0, 1, 0),   # text 6, 13 regions: 19 > 16, the regions go to 10
+             (mmt, 0, 3, 1),   # text 6 + 3 + 5 = 14, 13 regions: text and regions down to 8 each
+             (mmt, 1, 1, 2),   # text 2 + 1 + 5 = 8, 8 regions: 16, fits
+             (mt, 0, 9, -1)]   # text 24, no image
+    on = _collate(vocab, 16, items, [13, 13, 8])
+    off = _collate(vocab, 0, items, [13, 13, 8])
+    sep, mask = vocab.token_to_id("[SEP]"), vocab.mask_id
+    # off: every region and label, the [MASK] before the final [SEP]
+    for e, (regions, label) in enumerate([(13, w[1]), (13, w[9]), (8, w[7]), (0, w[9])]):
+        text, n_reg, lab = _example(off, e)
+        assert (n_reg, lab) == (regions, label) and text[-2:] == [mask, sep]
+    # on: the caption keeps its 6 text positions and label, 10 regions (slots 0-9: the first)
+    text, n_reg, lab = _example(on, 0)
+    assert (text, n_reg, lab) == (_example(off, 0)[0], 10, w[1])
+    assert on["lay_region"][0][on["lay_kind"][0] == REGION].tolist() == list(range(10))
+    # the MMT example's text is cut to 8: its first 7 positions and the final [SEP]; no [MASK], no label
+    text, n_reg, lab = _example(on, 1)
+    full_text = _example(off, 1)[0]
+    assert len(full_text) == 14 and text == full_text[:7] + [sep] and mask not in text
+    assert (n_reg, lab) == (8, IGNORE)
+    # the short MMT example and the MT example are untouched
+    for e in (2, 3):
+        assert _example(on, e) == _example(off, e)
+        real = [b["lay_pos"][e][b["lay_kind"][e] != 0] for b in (on, off)]  # rows pad to different widths
+        assert torch.equal(*real)
+
+
+def test_seq_len_cap_off_is_the_layout_of_before(vocab):
+    """image_seq_len 0 lays out exactly what the uncapped layout gives (every region of every
+    image, the [MASK] before the final [SEP]) and keeps every label."""
+    w = [vocab.token_to_id(f"w{i}") for i in range(12)]
+    mmt = _Task([w[:6]], [w[6:11]], ("en", "de"))
+    items = [(mmt, 0, t, 0) for t in range(6)]
+    batch = _collate(vocab, 0, items, [13])
+    model = tiny(vocab)
+    lang = model.lang_id("de")
+    texts = [text_ids(lang, model.cls_id, model.sep_id, model.mask_id, w[:6], w[6:11][:t]) for t in range(6)]
+    lay = layout(texts, [len(x) - 2 for x in texts], [0] * 6, [13], 13, vocab.pad_id)
+    for key, value in lay.to_batch().items():
+        assert value == batch[key] if isinstance(value, bool) else torch.equal(value, batch[key]), key
+    assert batch["labels"].tolist() == w[6:11] + [vocab.eos_id]
+
+
+def test_seq_len_cap_loss_is_the_mean_over_the_labels_left(vocab, tmp_path):
+    """With the cap, examples whose [MASK] was cut add nothing: the loss is the mean over the
+    other examples' labels and n_tokens counts them; a batch without any label gives 0 and no
+    gradient (the authors' mean over no label would be NaN)."""
+    src, tgt = corpus(tmp_path, 8, seed=4)
+    store = Regions(8, k=12, d=6, seed=2)
+    data = ParallelData(src, vocab, tgt, vocab, features=store, langs=("en", "de"))
+    model = tiny(vocab, max_regions=13, image_seq_len=14).eval()
+    mix = model.wrap_training_data(data)
+    ids = np.stack([np.zeros(len(mix), int), np.arange(len(mix))], 1)
+    batch = mix.collate(ids)
+    labels = batch["labels"]
+    kept = labels != IGNORE
+    assert 0 < int(kept.sum()) < len(labels)  # some cut, some not
+    out = model(batch)
+    logits = model.predict(model.hidden(Layout.from_batch(batch), model.obj(batch)))
+    want = torch.nn.functional.cross_entropy(logits[kept].float(), labels[kept])
+    assert torch.allclose(out["loss"], want, atol=1e-6) and int(out["n_tokens"]) == int(kept.sum())
+    none = mix.collate(ids[~kept.numpy()])
+    assert (none["labels"] == IGNORE).all()
+    model.train()
+    out = model(none)
+    out["loss"].backward()
+    assert out["loss"].item() == 0 and int(out["n_tokens"]) == 0
+    assert all(p.grad is None or not p.grad.any() for p in model.parameters())
+
+
+def test_seq_len_cap_turns_the_length_sort_off_for_image_tasks_only(vocab, tmp_path):
+    """Capped rows hold about seq_len positions each, and sorting by text length would gather
+    the label-less examples into whole batches: with the cap, the image tasks' passes are
+    shuffled without the sort (the text-only tasks keep it); off, everything is sorted."""
+    src, tgt = corpus(tmp_path, 30, seed=6)
+    img = ParallelData(src, vocab, tgt, vocab, features=Regions(30), langs=("en", "de"))
+    mt = ParallelData(src, vocab, tgt, vocab, langs=("en", "de"))
+    on = tiny(vocab, image_seq_len=64).wrap_training_data(img, {"mt": mt})
+    off = tiny(vocab).wrap_training_data(img, {"mt": mt})
+    assert [v.sort_by_length for _, v in on.tasks] == [False, True]
+    assert [v.sort_by_length for _, v in off.tasks] == [True, True]
+    a, b = on.tasks[0][1].pass_batches(4, 3), off.tasks[0][1].pass_batches(4, 3)
+    assert sorted(a.order.tolist()) == sorted(b.order.tolist()) and not np.array_equal(a.order, b.order)
+    assert np.array_equal(a.order, np.random.default_rng(3).permutation(len(on.tasks[0][1])))
+    assert np.array_equal(on.tasks[1][1].pass_batches(4, 3).order, off.tasks[1][1].pass_batches(4, 3).order)
 
 
 # ----------------------------------------------------------------------------- packing

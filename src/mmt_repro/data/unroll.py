@@ -22,6 +22,13 @@ resumed run sees what an uninterrupted one sees: the reference task's pass ``e``
 shuffled by ``(seed, k, p)``. Within a pass, examples are shuffled, sorted by text length in
 pools of 50 batches (less padding) and the batches shuffled.
 
+:func:`seq_len_cap` -- the authors' dataset code caps an example of an image task at
+``seq_len`` text + region positions (64 in their training runs): regions go first, and once the
+text passes ``seq_len / 2`` positions it is cut too, its [MASK] and label with it (BertGen's
+``image_seq_len``; the function's docstring says how). With the cap on, the examples of an
+image task are not sorted by length within a pool (every capped row has about ``seq_len``
+positions, and sorting would gather the label-less examples into whole batches).
+
 A batch (what :meth:`MultiTaskData.train_batches` lists) is an int array ``(n, 2)`` of
 ``(task, example)``; :meth:`MultiTaskData.collate` hands ``(data, sentence, t)`` triples to the
 model's builder (BertGen: :class:`mmt_repro.models.bertgen.Stream`), which lays out the input,
@@ -44,10 +51,11 @@ class UnrolledData:
     """The unrolled examples of one :class:`~mmt_repro.data.batching.ParallelData` (module
     docstring); ``len`` = examples, ``sentences`` = the data's kept sentence ids."""
 
-    def __init__(self, data):
+    def __init__(self, data, sort_by_length: bool = True):
         if data.tgt is None:
             raise ValueError("sequence unrolling needs target text")
         self.data = data
+        self.sort_by_length = bool(sort_by_length)  # within pools of batches (less padding)
         self.sentences = np.asarray(data.indices, dtype=np.int64)
         counts = np.array([len(data.tgt[i]) + 1 for i in self.sentences], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(counts)])
@@ -72,11 +80,12 @@ class UnrolledData:
         return len(self)
 
     def pass_batches(self, batch_size: int, seed: int) -> _Pass:
-        """One shuffled pass over the examples in batches (length-sorted within pools)."""
+        """One shuffled pass over the examples in batches (length-sorted within pools, unless
+        ``sort_by_length`` is off)."""
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(self))
         pool = batch_size * POOL
-        for start in range(0, len(order), pool):
+        for start in range(0, len(order), pool) if self.sort_by_length else ():
             chunk = order[start : start + pool]
             order[start : start + pool] = chunk[np.argsort(self.text_length(chunk), kind="stable")]
         return _Pass(order, rng.permutation(-(-len(order) // batch_size)), batch_size)
@@ -150,7 +159,11 @@ class MultiTaskData:
     def __init__(self, tasks: dict, builder, epoch_examples: int = 0):
         if not tasks:
             raise ValueError("no training task")
-        self.tasks = [(name, UnrolledData(data)) for name, data in tasks.items()]
+        # the builder's seq_len cap (BertGen's image_seq_len; 0 or absent: off) turns the length
+        # sort off for the tasks with images (module docstring)
+        capped = int(getattr(builder, "image_seq_len", 0) or 0) > 0
+        self.tasks = [(name, UnrolledData(data, sort_by_length=not (capped and data.features is not None)))
+                      for name, data in tasks.items()]
         self.builder = builder
         self.epoch_examples = int(epoch_examples)  # 0: an epoch is one pass over the reference task
 
@@ -196,3 +209,36 @@ def unrolled_count(lines: list[str]) -> int:
     """Examples of a target side after unrolling: ``sum(n_i + 1)`` over its lines (whitespace
     tokens; BertGen's Table 1 'Augm.' column counts WordPieces)."""
     return sum(len(line.split()) + 1 for line in lines)
+
+
+def seq_len_cap(n_text, n_regions, seq_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """Text and region positions that unrolled examples keep under the authors' ``seq_len`` cap
+    (``n_text``: the example's text ``[lang] [CLS] x [SEP] y_<t [MASK] [SEP]``; ``n_regions``:
+    its image's region slots, the whole image included; scalars or arrays; ``seq_len`` 0: off).
+
+    ImperialNLP/BertGen's ``Multi30kDataset.__getitem__`` (MMT) and
+    ``Multi30kDatasetImageOnly.__getitem__`` (captioning) truncate when text + regions exceed
+    ``seq_len`` (their ``DATASET.SEQ_LEN``, 64 in the training config): one position at a time
+    they drop a region while there are more regions than text positions, else a text position,
+    until the sum is ``seq_len``; then they keep at least 2 text positions and 1 region. So the
+    longer side is cut down to the shorter, then both in turn (text first on a tie): at 64 with
+    101 regions the text keeps up to 32 positions and the regions the rest. The kept text is
+    its first ``keep - 1`` positions and the final ``[SEP]``; the [MASK] sits just before that
+    ``[SEP]``, so an example whose text is cut at all loses its [MASK] and its label (the caller
+    drops the label). Regions keep the first slots (slot 0, the whole image, first). An example
+    without regions (``n_regions`` 0) is never cut.
+
+    This is their loop in closed form (``tests/models/test_bertgen.py`` checks it against the
+    loop for every small case)."""
+    t = np.asarray(n_text, dtype=np.int64)
+    b = np.asarray(n_regions, dtype=np.int64)
+    if seq_len <= 0:
+        return t, b
+    over = t + b - seq_len
+    cut = (over > 0) & (b > 0)
+    alone = np.abs(t - b) >= over  # the longer side absorbs the whole excess
+    t_keep = np.where(alone, np.where(t > b, t - over, t), seq_len // 2)
+    b_keep = np.where(alone, np.where(t > b, b, b - over), seq_len - seq_len // 2)
+    t_keep = np.maximum(t_keep, 2)
+    b_keep = np.maximum(b_keep, 1)
+    return np.where(cut, t_keep, t), np.where(cut, b_keep, b)

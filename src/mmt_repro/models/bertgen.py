@@ -29,6 +29,10 @@ eq. 1, sequence        :meth:`BertGen.forward`: ``-log P(y_t | x, v, y_<t)`` of 
 unrolling, Fig. 3      example (:mod:`mmt_repro.data.unroll` makes them, one per target token
                        and one for ``[STOP]``), bidirectional attention within each example
                        (a packed row holds several, with a block-diagonal mask)
+seq_len cap (not       :class:`Stream` with ``image_seq_len`` (the authors' 64): an image
+stated; code)          task's example keeps the text + region positions of
+                       :func:`~mmt_repro.data.unroll.seq_len_cap`, regions cut first; a cut
+                       text loses its [MASK], and its label is ignored (:data:`IGNORE`)
 MLM head               :meth:`BertGen.predict`: ``logits = W_E T(h_mask) + b`` (HF's
                        ``BertPredictionHeadTransform``, output tied to the word embeddings)
 decoding               :meth:`BertGen.search`: put the argmax into the [MASK] slot, shift
@@ -67,6 +71,8 @@ LANG_TOKENS = {"en": "[TO_EN]", "de": "[TO_DE]", "fr": "[TO_FR]", "tr": "[TO_TU]
 NEEDED = ("[CLS]", "[SEP]", "[MASK]")
 #: Kinds of positions in a :class:`Layout` row.
 PAD, TEXT, REGION, END = 0, 1, 2, 3
+#: The label of an example whose [MASK] the ``image_seq_len`` cap cut (no loss; cross-entropy's default).
+IGNORE = -100
 
 
 @dataclass
@@ -86,6 +92,10 @@ class BertGenConfig:
     # "mean" (prepended as the mean of the regions, box = the image; BertGen's code for BUTD)
     full_image: str = "mean"
     max_regions: int = 101  # region slots kept per image, slot 0 included ("k in [10, 100]" + 1)
+    # text + region positions of a training example with an image, cut as the authors' dataset code
+    # cuts them (mmt_repro.data.unroll.seq_len_cap: regions first; a text over half of it loses its
+    # tail, its [MASK] and its label); 0: off, every region and label kept. Their DATASET.SEQ_LEN: 64
+    image_seq_len: int = 0
     # random | visual (VL-BERT's visual layers only, Fig. 5) | hybrid (VL-BERT + M-BERT, Fig. 2)
     init: str = "hybrid"
     init_std: float = 0.02  # std of the random initialisation (BERT's initializer_range)
@@ -111,6 +121,8 @@ class BertGenConfig:
             raise ValueError(f"full_image={self.full_image!r}: valid values are 'store' and 'mean'")
         if self.init not in ("random", "visual", "hybrid"):
             raise ValueError(f"init={self.init!r}: valid values are 'random', 'visual' and 'hybrid'")
+        if self.image_seq_len < 0:
+            raise ValueError(f"image_seq_len={self.image_seq_len}: 0 (off) or the positions kept")
         if self.hidden_size % self.num_heads:
             raise ValueError(f"hidden_size {self.hidden_size} is not a multiple of num_heads {self.num_heads}")
 
@@ -156,14 +168,17 @@ class Layout:
 
 
 def layout(texts: list[list[int]], mask_at: list[int], img_of: list[int], n_regions: np.ndarray | list[int],
-           slots: int, pad_id: int, pack_len: int = 0) -> Layout:
+           slots: int, pad_id: int, pack_len: int = 0, regions_of: list[int] | None = None) -> Layout:
     """Lay out examples (``texts[e]``, its [MASK] index, its image or -1) with their regions
-    (``n_regions[image]`` valid slots of ``slots``) and ``[END]``. Text positions take ids
-    ``0..T-1``, the regions ``T`` (VL-BERT's ``obj_pos_id_relative``), ``[END]`` ``T + 1``.
+    (``n_regions[image]`` valid slots of ``slots``, or the first ``regions_of[e]`` of them when
+    given: the ``image_seq_len`` cap) and ``[END]``. Text positions take ids ``0..T-1``, the
+    regions ``T`` (VL-BERT's ``obj_pos_id_relative``), ``[END]`` ``T + 1``.
     ``pack_len`` 0: one example per row; else consecutive examples share a row while it stays
     within ``pack_len`` positions (an example longer than that gets a row of its own)."""
     n_ex = len(texts)
-    sizes = [len(t) + (int(n_regions[i]) if i >= 0 else 0) + 1 for t, i in zip(texts, img_of)]
+    n_reg = [0 if i < 0 else int(n_regions[i]) if regions_of is None else min(int(n_regions[i]), int(regions_of[e]))
+             for e, i in enumerate(img_of)]
+    sizes = [len(t) + k + 1 for t, k in zip(texts, n_reg)]
     rows: list[list[int]] = []
     if pack_len <= 0:
         rows = [[e] for e in range(n_ex)]
@@ -199,7 +214,7 @@ def layout(texts: list[list[int]], mask_at: list[int], img_of: list[int], n_regi
             mask_rows[e], mask_cols[e] = r, off + mask_at[e]
             off += n_t
             if img_of[e] >= 0:
-                k = int(n_regions[img_of[e]])
+                k = n_reg[e]
                 kind[r, off : off + k] = REGION
                 pos[r, off : off + k] = n_t
                 seg[r, off : off + k] = s
@@ -242,6 +257,7 @@ class Stream:
     full_image: str
     max_regions: int
     pack_len: int = 0
+    image_seq_len: int = 0  # BertGenConfig.image_seq_len (0: off)
 
     def collate(self, items: list, read_images) -> dict:
         """A training batch of unrolled examples ``(data, sentence, t)`` (``data`` a
@@ -249,7 +265,12 @@ class Stream:
         ``(i, t)`` gives the first ``t`` target tokens and predicts token ``t``, or ``[STOP]``
         (``<eos>``) at ``t = n_i``. Examples of tasks without images get none (MT).
         ``read_images(items)`` reads the examples' images from their tasks' feature stores (the
-        data layer's :func:`~mmt_repro.data.feature_reads.read_task_images`)."""
+        data layer's :func:`~mmt_repro.data.feature_reads.read_task_images`).
+
+        With ``image_seq_len`` an example with an image keeps the text and regions that
+        :func:`~mmt_repro.data.unroll.seq_len_cap` gives; one whose text is cut keeps its first
+        positions and the final [SEP], without its [MASK], and its label becomes :data:`IGNORE`
+        (it is laid out, as the authors' code runs it, and adds nothing to the loss)."""
         texts, labels = [], []
         for data, i, t in items:
             if data.langs is None:
@@ -270,7 +291,21 @@ class Stream:
             batch.update(img=img, img_mask=mask, img_geometry=geom)
             prepared = prepare_images(img, mask, geom, self.full_image, self.max_regions)[1]
             n_regions, slots = prepared.sum(1).tolist(), prepared.size(1)
-        lay = layout(texts, [len(x) - 2 for x in texts], img_of, n_regions, slots, self.pad_id, self.pack_len)
+        regions_of = None
+        if self.image_seq_len > 0 and images is not None:
+            from ..data.unroll import seq_len_cap  # the data layer's rule (torch-free); no import at load
+
+            # an example without an image (MT) has no regions and is never cut
+            t_keep, r_keep = seq_len_cap([len(x) for x in texts], [n_regions[i] if i >= 0 else 0 for i in img_of],
+                                         self.image_seq_len)
+            regions_of = r_keep.tolist()
+            for e, (x, k) in enumerate(zip(texts, t_keep.tolist())):
+                if k < len(x):  # the text's tail is cut, its [MASK] and label with it
+                    texts[e] = x[: k - 1] + x[-1:]
+                    labels[e] = IGNORE
+            batch["labels"] = torch.tensor(labels, dtype=torch.long)
+        lay = layout(texts, [len(x) - 2 for x in texts], img_of, n_regions, slots, self.pad_id, self.pack_len,
+                     regions_of)
         batch.update(lay.to_batch())
         return batch
 
@@ -336,7 +371,7 @@ class BertGen(MMTModel):
         self.mlm_bias = nn.Parameter(torch.zeros(V))
         self._init_random()
         self.stream = Stream(self.cls_id, self.sep_id, self.mask_id, self.specials.pad, self.specials.eos,
-                             self.lang_ids, c.full_image, c.max_regions, c.pack_len)
+                             self.lang_ids, c.full_image, c.max_regions, c.pack_len, c.image_seq_len)
         self.pretrained: dict = {}
         if self.resources and c.init != "random":
             self.pretrained = load_pretrained(self, c.init, self.resources)
@@ -450,10 +485,17 @@ class BertGen(MMTModel):
 
     def forward(self, batch: dict) -> dict:
         """Mean ``-log P(y_t | x, v, y_<t)`` over the batch's unrolled examples (eq. 1); one
-        predicted token per example, so ``n_tokens`` is the number of examples."""
+        predicted token per example, so ``n_tokens`` is the number of examples. With
+        ``image_seq_len``, examples whose [MASK] was cut (label :data:`IGNORE`) count for
+        neither: the mean over the labels left, as the authors' loss over the step's labels
+        (0, with no gradient, when none is left)."""
         lay = Layout.from_batch(batch)
         logits = self.predict(self.hidden(lay, self.obj(batch)))
         labels = batch["labels"]
+        if self.config.image_seq_len > 0:
+            n = (labels != IGNORE).sum()
+            loss = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE, reduction="sum") / n.clamp(min=1)
+            return {"loss": loss, "n_tokens": n}
         loss = F.cross_entropy(logits.float(), labels)
         return {"loss": loss, "n_tokens": torch.tensor(labels.numel(), device=labels.device)}
 
