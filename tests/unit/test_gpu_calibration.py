@@ -56,8 +56,9 @@ def test_runs_with_torch_only_and_writes_every_model(tmp_path):
 
 
 # what the calibration changes on purpose: no pre-trained tables or weights (random init, same
-# compute), and the Transformer's agreement block fixed (the workflow measures it)
-DEVIATIONS = {"enc_init", "dec_init", "init", "align_layer"}
+# compute), the Transformer's agreement block fixed (the workflow measures it), and BertGen's
+# 64-position cap off (its synthetic examples are laid out uncut: an upper bound on the step)
+DEVIATIONS = {"enc_init", "dec_init", "init", "align_layer", "image_seq_len"}
 
 
 @pytest.mark.parametrize("key", sorted(calib.CASES))

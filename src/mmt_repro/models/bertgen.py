@@ -31,7 +31,7 @@ unrolling, Fig. 3      example (:mod:`mmt_repro.data.unroll` makes them, one per
                        (a packed row holds several, with a block-diagonal mask)
 seq_len cap (not       :class:`Stream` with ``image_seq_len`` (the authors' 64): an image
 stated; code)          task's example keeps the text + region positions of
-                       :func:`~mmt_repro.data.unroll.seq_len_cap`, regions cut first; a cut
+                       :func:`~mmt_repro.text.positions.seq_len_cap`, regions cut first; a cut
                        text loses its [MASK], and its label is ignored (:data:`IGNORE`)
 MLM head               :meth:`BertGen.predict`: ``logits = W_E T(h_mask) + b`` (HF's
                        ``BertPredictionHeadTransform``, output tied to the word embeddings)
@@ -61,6 +61,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..text.positions import seq_len_cap
 from .base import MMTModel, Vocabs, length_limits
 from .bertgen_convert import load_pretrained
 from .registry import register
@@ -93,7 +94,7 @@ class BertGenConfig:
     full_image: str = "mean"
     max_regions: int = 101  # region slots kept per image, slot 0 included ("k in [10, 100]" + 1)
     # text + region positions of a training example with an image, cut as the authors' dataset code
-    # cuts them (mmt_repro.data.unroll.seq_len_cap: regions first; a text over half of it loses its
+    # cuts them (mmt_repro.text.positions.seq_len_cap: regions first; a text over half of it loses its
     # tail, its [MASK] and its label); 0: off, every region and label kept. Their DATASET.SEQ_LEN: 64
     image_seq_len: int = 0
     # random | visual (VL-BERT's visual layers only, Fig. 5) | hybrid (VL-BERT + M-BERT, Fig. 2)
@@ -268,7 +269,7 @@ class Stream:
         data layer's :func:`~mmt_repro.data.feature_reads.read_task_images`).
 
         With ``image_seq_len`` an example with an image keeps the text and regions that
-        :func:`~mmt_repro.data.unroll.seq_len_cap` gives; one whose text is cut keeps its first
+        :func:`~mmt_repro.text.positions.seq_len_cap` gives; one whose text is cut keeps its first
         positions and the final [SEP], without its [MASK], and its label becomes :data:`IGNORE`
         (it is laid out, as the authors' code runs it, and adds nothing to the loss)."""
         texts, labels = [], []
@@ -293,7 +294,6 @@ class Stream:
             n_regions, slots = prepared.sum(1).tolist(), prepared.size(1)
         regions_of = None
         if self.image_seq_len > 0 and images is not None:
-            from ..data.unroll import seq_len_cap  # the data layer's rule (torch-free); no import at load
 
             # an example without an image (MT) has no regions and is never cut
             t_keep, r_keep = seq_len_cap([len(x) for x in texts], [n_regions[i] if i >= 0 else 0 for i in img_of],

@@ -108,10 +108,9 @@ def _steps_per_update(cfg: TrainConfig) -> bool:
 
 
 def _decay_due(cfg: TrainConfig, progress: dict, epoch: int, improved: bool) -> bool:
-    """epoch_decay: whether the rate is multiplied by ``lr_decay`` at the end of ``epoch``. From
-    ``decay_start_epoch`` on after every epoch; with ``decay_on_stall`` also from the first epoch
-    whose validation BLEU did not improve. Once started it never stops (OpenNMT-py's legacy
-    ``start_decay_at`` / perplexity rule, the flag kept in ``progress``)."""
+    """epoch_decay: whether the rate is multiplied by ``lr_decay`` at the end of ``epoch``: from
+    ``decay_start_epoch`` on, or (``decay_on_stall``) from the first epoch without a better val
+    BLEU; once started, after every epoch (OpenNMT-py's legacy rule; the flag in ``progress``)."""
     if epoch >= cfg.decay_start_epoch or (cfg.decay_on_stall and not improved):
         progress["decay_started"] = True
     return bool(progress.get("decay_started"))
