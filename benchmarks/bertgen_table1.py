@@ -7,7 +7,7 @@ lowercase, BertGen's M-BERT WordPiece vocab.txt) over the training text that
 paper's; the other corpora (TasvirEt, IWSLT, SETIMES) are not there and are listed as such.
 
 Then, for the image tasks whose text is there, what the authors' 64-position cap does to those
-unrolled examples (``image_seq_len``, :func:`~mmt_repro.data.unroll.seq_len_cap`; docs/bertgen.md,
+unrolled examples (``image_seq_len``, :func:`~mmt_repro.text.positions.seq_len_cap`; docs/bertgen.md,
 deviation 27): the share whose text is cut, losing its [MASK] and label, and the regions left,
 for an image of ``--regions`` slots (the whole image included: 101 = BUTD's 100 boxes, the most,
 11 = its 10, the fewest; the features are not here, so their per-image counts are not known).
@@ -22,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mmt_repro.data.unroll import seq_len_cap
+from mmt_repro.data.unroll import unrolled_count
 from mmt_repro.io import read_lines
+from mmt_repro.text.positions import seq_len_cap
 from mmt_repro.text.recipes import apply_chain
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,14 +78,16 @@ def main() -> None:
                     help="the authors' cap on text + region positions of an image task's example (0: skip)")
     ap.add_argument("--regions", default="101,11", help="region slots per image, comma-separated")
     args = ap.parse_args()
-    cache: dict[tuple, np.ndarray] = {}
+    cache: dict[tuple, list[str]] = {}
 
-    def lengths(files, lang) -> np.ndarray:  # pieces per line, lc.wp (each file read once)
+    def pieces(files, lang) -> list[str]:  # lc.wp lines (each file read and tokenised once)
         if (tuple(files), lang) not in cache:
             lines = [line for f in files for line in read_lines(SHARED / f)]
-            pieces = apply_chain(lines, "lc.wp", lang, wordpiece_vocab=args.vocab)
-            cache[tuple(files), lang] = np.array([len(p.split()) for p in pieces], dtype=np.int64)
+            cache[tuple(files), lang] = apply_chain(lines, "lc.wp", lang, wordpiece_vocab=args.vocab)
         return cache[tuple(files), lang]
+
+    def lengths(files, lang) -> np.ndarray:  # pieces per line
+        return np.array([len(p.split()) for p in pieces(files, lang)], dtype=np.int64)
 
     def present(files) -> bool:
         return files is not None and all((SHARED / f).is_file() for f in files)
@@ -94,9 +97,9 @@ def main() -> None:
         if not present(files):
             print(f"{task:22s} {'':>8s} {p_sents or '':>8} {'':>10s} {p_aug:>10,.0f}  (text not in ../shared/datasets)")
             continue
-        n_pieces = lengths(files, lang)
-        n = int((n_pieces + 1).sum())  # unrolled examples: n + 1 per sentence (unrolled_count)
-        print(f"{task:22s} {len(n_pieces):8,d} {p_sents or '':>8} {n:10,d} {p_aug:10,.0f} {n / p_aug:6.3f}")
+        lines = pieces(files, lang)
+        n = unrolled_count(lines)
+        print(f"{task:22s} {len(lines):8,d} {p_sents or '':>8} {n:10,d} {p_aug:10,.0f} {n / p_aug:6.3f}")
     if args.seq_len <= 0:
         return
     regions = [int(r) for r in args.regions.split(",")]

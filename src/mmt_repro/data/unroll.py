@@ -22,7 +22,7 @@ resumed run sees what an uninterrupted one sees: the reference task's pass ``e``
 shuffled by ``(seed, k, p)``. Within a pass, examples are shuffled, sorted by text length in
 pools of 50 batches (less padding) and the batches shuffled.
 
-:func:`seq_len_cap` -- the authors' dataset code caps an example of an image task at
+:func:`mmt_repro.text.positions.seq_len_cap` -- the authors' dataset code caps an example of an image task at
 ``seq_len`` text + region positions (64 in their training runs): regions go first, and once the
 text passes ``seq_len / 2`` positions it is cut too, its [MASK] and label with it (BertGen's
 ``image_seq_len``; the function's docstring says how). With the cap on, the examples of an
@@ -42,7 +42,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..text.positions import seq_len_cap  # noqa: F401 (the rule lives below the models, which apply it)
 from .feature_reads import read_task_images
 
 POOL = 50  # batches per length-sorted pool
@@ -210,4 +209,3 @@ def unrolled_count(lines: list[str]) -> int:
     """Examples of a target side after unrolling: ``sum(n_i + 1)`` over its lines (whitespace
     tokens; BertGen's Table 1 'Augm.' column counts WordPieces)."""
     return sum(len(line.split()) + 1 for line in lines)
-

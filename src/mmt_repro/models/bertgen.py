@@ -284,8 +284,7 @@ class Stream:
             texts.append(text_ids(lang, self.cls_id, self.sep_id, self.mask_id, src, y[:t]))
             labels.append(y[t] if t < len(y) else self.eos_id)
         img_of, images = read_images(items)
-        batch = {"ids": torch.arange(len(items)), "labels": torch.tensor(labels, dtype=torch.long),
-                 "img": None, "img_mask": None}
+        batch = {"ids": torch.arange(len(items)), "img": None, "img_mask": None}
         n_regions, slots = [], 1
         if images is not None:
             img, mask, geom = (torch.from_numpy(a) for a in images)
@@ -294,7 +293,6 @@ class Stream:
             n_regions, slots = prepared.sum(1).tolist(), prepared.size(1)
         regions_of = None
         if self.image_seq_len > 0 and images is not None:
-
             # an example without an image (MT) has no regions and is never cut
             t_keep, r_keep = seq_len_cap([len(x) for x in texts], [n_regions[i] if i >= 0 else 0 for i in img_of],
                                          self.image_seq_len)
@@ -303,7 +301,7 @@ class Stream:
                 if k < len(x):  # the text's tail is cut, its [MASK] and label with it
                     texts[e] = x[: k - 1] + x[-1:]
                     labels[e] = IGNORE
-            batch["labels"] = torch.tensor(labels, dtype=torch.long)
+        batch["labels"] = torch.tensor(labels, dtype=torch.long)
         lay = layout(texts, [len(x) - 2 for x in texts], img_of, n_regions, slots, self.pad_id, self.pack_len,
                      regions_of)
         batch.update(lay.to_batch())
