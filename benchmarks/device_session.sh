@@ -8,11 +8,13 @@
 #   prefetch.txt        phase A: benchmarks/bench_prefetch.py on the GPU
 #   compile.txt/.json   phase D: benchmarks/gpu_compile.py (eager vs fused optimiser vs compile)
 # Budgets (s): set-up 60, B 330, A 90, D 150: at most 630 with everything cut, about 520 typical.
-# PHASES picks and orders the phases (default "BAD"), B_LIMIT phase B's limit (s), CHECK=0 skips
-# the GPU self-check. A pilot session: PHASES=B B_LIMIT=560 CHECK=0 bash benchmarks/device_session.sh
+# PHASES picks and orders the phases (default "BAD"), B_LIMIT phase B's limit (s), TRAIN_LIMIT the
+# seconds after which phase B's trains get SIGTERM (they save .last.pt; the same command again on
+# the still-warm machine resumes them; 0: none), CHECK=0 skips the GPU self-check. A pilot session: PHASES=B B_LIMIT=560 CHECK=0 bash benchmarks/device_session.sh
 set -u
 PHASES=${PHASES:-BAD}
 B_LIMIT=${B_LIMIT:-330}
+TRAIN_LIMIT=${TRAIN_LIMIT:-0}
 CHECK=${CHECK:-1}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -42,7 +44,9 @@ phase_B() {
   stamp "B: paper-setting jobs"
   nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv -l 30 > "$OUT/gpu_util.csv" 2>&1 &
   local smi=$!
-  (cd .gpu && timeout -k 10 "$B_LIMIT" python3 "$REPO/benchmarks/gpu_paper_run.py" run --out "$OUT") 2>&1 | tail -n 20
+  (cd .gpu && timeout -k 10 "$B_LIMIT" python3 "$REPO/benchmarks/gpu_paper_run.py" run --out "$OUT" \
+    --train-limit "$TRAIN_LIMIT") 2>&1 | tail -n 20
+  grep -h "epoch [0-9]* done" .gpu/logs/*.train.*.log | tail -n 6
   kill "$smi" 2>/dev/null
   # cut by its limit: the curves and logs so far still come back (no checkpoints)
   [ -f "$OUT/gpu_run.tar.gz" ] || tar czf "$OUT/gpu_run_partial.tar.gz" --exclude='*.pt' -C .gpu logs results

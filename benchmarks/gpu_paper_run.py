@@ -1,21 +1,28 @@
 """Planned training and decoding jobs run on a GPU machine that has no Snakemake and no data.
 
 ``prepare`` (here, where the workflow runs) asks the plan of a configuration for the train and
-translate jobs of some systems and one seed, with ``device: cuda`` and an optional training time
+translate jobs of some systems and seeds, with ``device: cuda`` and an optional training time
 budget, and copies every input those jobs read (tokenised text, vocabularies, embedding tables)
-into a folder, paths kept relative, with ``jobs.json``. ``run`` (on the GPU machine, inside that
-folder) runs the train jobs side by side, each in its own process through
+into a folder, paths kept relative, with ``jobs.json`` (``--append`` adds to it). ``run`` (on the
+GPU machine, inside that folder) runs the train jobs side by side, each in its own process through
 :func:`mmt_repro.execute.run_job` (the exact code a rule runs: the trainer with its device
-contract, prefetch thread, checkpoints and curve), then the translate jobs, and packs curves,
-logs, translations and decoding stats into one ``gpu_run.tar.gz`` (the device machine returns at
-most 8 files). Packages the jobs never use there (sacremoses, subword-nmt, jsonschema, ...) are
-stubbed as in ``gpu_calibration.py``. Checkpoints stay on the machine (too large to come back).
+contract, prefetch thread, checkpoints and curve), then the translate jobs whose checkpoint
+exists, and packs curves, records, logs, translations and decoding stats into one
+``gpu_run.tar.gz`` (the device machine returns at most 8 files). ``--train-limit S`` sends the
+trains still running after S seconds SIGTERM: each saves its ``.last.pt`` and the next ``run``
+on the same (warm) machine resumes it; a train whose record exists has finished and is skipped,
+as is a translation already written. Packages the jobs never use there (sacremoses, subword-nmt,
+jsonschema, ...) are stubbed as in ``gpu_calibration.py``. Checkpoints stay on the machine (too
+large to come back). ``collect`` (here again) unpacks the archive into the run folder, refusing to
+overwrite a file that differs, and scores each translation with the plan's own score job, so the
+tables read GPU runs beside CPU ones; every run keeps its job record (``device: cuda``).
 
     python benchmarks/gpu_paper_run.py prepare --configfile config/paper_multi30k_fr_en.yaml \\
-        --workdir runs/paper_multi30k_fr_en --paper emb_pred --systems nmt ours_text \\
-        --decode nmt nmt_beam6 ours_text --splits test_2016_flickr test_2017_flickr --seed 2 \\
-        --budget-min 4 --dest .gpu
-    cd .gpu && python3 ../benchmarks/gpu_paper_run.py run --out "$OUT"
+        --workdir runs/paper_multi30k_fr_en --paper emb_pred --systems nmt \\
+        --decode nmt nmt_beam6 --splits test_2016_flickr test_2017_flickr --seeds 2 3 --dest .gpu
+    cd .gpu && python3 ../benchmarks/gpu_paper_run.py run --out "$OUT" --train-limit 450
+    python benchmarks/gpu_paper_run.py collect --configfile config/paper_multi30k_fr_en.yaml \\
+        --workdir runs/paper_multi30k_fr_en --archive <files_at>/gpu_run.tar.gz
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -32,10 +40,15 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+INTERRUPTED = 75  # mmt_repro.train.trainer.INTERRUPTED_EXIT_CODE (not imported: torch-free here)
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 if str(REPO / "src") not in sys.path:
     sys.path.insert(0, str(REPO / "src"))
+
+
+def _output(job: dict) -> str:
+    return job["record"] if job["kind"] == "train" else job["out"]
 
 
 def _files(value) -> list[str]:
@@ -54,19 +67,24 @@ def prepare(args) -> int:
     config["device"] = "cuda"
     plan = Plan(config, REPO)
     work, dest = Path(args.workdir), Path(args.dest)
-    dataset, pair, seed = args.dataset, args.pair, args.seed
-    jobs = []
-    for system in args.systems:
-        w = SimpleNamespace(paper=args.paper, system=system, dataset=dataset, pair=pair, seed=str(seed))
-        job = plan.train_job(w).to_dict()
-        if args.budget_min:
-            job["train_config"] = {**job["train_config"], "time_budget_min": args.budget_min}
-        jobs.append(job)
-    for system in args.decode:
-        for split in args.splits:
-            w = SimpleNamespace(paper=args.paper, system=system, dataset=dataset, pair=pair, seed=str(seed),
-                                split=split, condition="congruent")
-            jobs.append(plan.translate_job(w).to_dict())
+    dataset, pair = args.dataset, args.pair
+    listed = dest / "jobs.json"
+    jobs = json.loads(listed.read_text(encoding="utf-8")) if args.append and listed.exists() else []
+    new = []
+    for seed in args.seeds:
+        for system in args.systems:
+            w = SimpleNamespace(paper=args.paper, system=system, dataset=dataset, pair=pair, seed=str(seed))
+            job = plan.train_job(w).to_dict()
+            if args.budget_min:
+                job["train_config"] = {**job["train_config"], "time_budget_min": args.budget_min}
+            new.append(job)
+        for system in args.decode:
+            for split in args.splits:
+                w = SimpleNamespace(paper=args.paper, system=system, dataset=dataset, pair=pair, seed=str(seed),
+                                    split=split, condition="congruent")
+                new.append(plan.translate_job(w).to_dict())
+    outputs = {_output(j) for j in jobs}
+    jobs += [j for j in new if _output(j) not in outputs]
     made = {j.get("best") for j in jobs if j["kind"] == "train"}
     copied = 0
     for job in jobs:
@@ -126,23 +144,42 @@ def run(args) -> int:
     status = {}
 
     def start(i):
-        log = open(_log_name(jobs[i], i), "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        log = open(_log_name(jobs[i], i), "a", encoding="utf-8")  # noqa: SIM115 - closed below
         return subprocess.Popen([*me, "one", "--index", str(i)], stdout=log, stderr=subprocess.STDOUT, env=env), log
 
+    def wait_all(procs, limit=0.0):
+        t_start = time.monotonic()
+        stopped = False
+        while any(p.poll() is None for p, _ in procs.values()):
+            if limit and not stopped and time.monotonic() - t_start > limit:
+                for p, _ in procs.values():
+                    if p.poll() is None:
+                        p.send_signal(signal.SIGTERM)  # the trainer saves .last.pt and exits 75
+                stopped = True
+                print(f"train limit {limit:.0f} s reached: SIGTERM sent to the trains still running", flush=True)
+            time.sleep(1.0)
+        for i, (p, log) in procs.items():
+            status[i] = p.returncode
+            log.close()
+
     t0 = time.monotonic()
-    trains = [i for i, j in enumerate(jobs) if j["kind"] == "train"]
-    procs = {i: start(i) for i in trains}  # side by side on the one GPU
-    for i, (p, log) in procs.items():
-        status[i] = p.wait()
-        log.close()
-    print(f"train jobs {trains}: exit {[status[i] for i in trains]}, {time.monotonic() - t0:.0f} s", flush=True)
+    trains = [i for i, j in enumerate(jobs) if j["kind"] == "train" and not Path(j["record"]).exists()]
+    wait_all({i: start(i) for i in trains}, args.train_limit)  # side by side on the one GPU
+    print(f"train jobs {trains}: exit {[status[i] for i in trains]} (75: interrupted, resumes on the next run), "
+          f"{time.monotonic() - t0:.0f} s", flush=True)
+    todo = []
     for i, j in enumerate(jobs):
-        if j["kind"] == "train":
+        if j["kind"] != "translate" or Path(j["out"]).exists():
             continue
-        p, log = start(i)
-        status[i] = p.wait()
-        log.close()
-        print(f"job {i} translate {j['system']} {j['split']}: exit {status[i]}", flush=True)
+        if not Path(j["checkpoint"]).exists():
+            print(f"job {i} translate {j['system']} seed {j['seed']} {j['split']}: skipped, "
+                  f"{j['checkpoint']} not written (its training has not finished)", flush=True)
+            continue
+        todo.append(i)
+    wait_all({i: start(i) for i in todo})  # decoding is short: all at once
+    for i in todo:
+        print(f"job {i} translate {jobs[i]['system']} seed {jobs[i]['seed']} {jobs[i]['split']}: exit {status[i]}",
+              flush=True)
     keep = ["jobs.json", "logs"]
     for j in jobs:
         keep += [j[k] for k in ("curve", "record", "out", "stats") if j.get(k) and Path(j[k]).exists()]
@@ -152,7 +189,54 @@ def run(args) -> int:
         for k in keep:
             tar.add(k)
     print(f"{out / 'gpu_run.tar.gz'}: {len(keep)} entries; {time.monotonic() - t0:.0f} s in all", flush=True)
-    return max(status.values(), default=0)
+    return max([s for s in status.values() if s != INTERRUPTED], default=0)
+
+
+def collect(args) -> int:
+    """Unpack a ``run`` archive into the run folder and score its translations with the plan's score jobs."""
+    from mmt_repro.config import deep_update, load_yaml
+    from mmt_repro.execute import run_job
+    from mmt_repro.plan import Plan
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    work = Path(args.workdir)
+    conflicts, written = [], 0
+    with tarfile.open(args.archive) as tar:
+        members = [m for m in tar.getmembers() if m.isfile()]
+        for m in members:
+            if Path(m.name).is_absolute() or ".." in Path(m.name).parts:
+                sys.exit(f"{args.archive}: unsafe member {m.name}")
+            data = tar.extractfile(m).read()
+            name = m.name if m.name.startswith("results/") else f"gpu_run/{m.name}"  # jobs.json, logs
+            target = work / name
+            if target.exists():
+                if target.read_bytes() != data:
+                    conflicts.append(name)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            written += 1
+    print(f"{work}: {written} files written from {args.archive}")
+    if conflicts:
+        print("kept as they were (differ from the archive; move them aside to take the GPU run's):\n  "
+              + "\n  ".join(conflicts))
+    config = load_yaml(REPO / "config" / "config.yaml")
+    for f in args.configfile:
+        config = deep_update(config, load_yaml(Path(f)))
+    plan = Plan(config, REPO)
+    jobs = json.loads((work / "gpu_run" / "jobs.json").read_text(encoding="utf-8"))
+    os.chdir(work)
+    for j in jobs:
+        if j["kind"] != "translate" or not Path(j["out"]).exists():
+            continue
+        w = SimpleNamespace(paper=j["paper"], system=j["system"], dataset=j["dataset"], pair=j["pair"],
+                            seed=str(j["seed"]), split=j["split"], condition=j["condition"])
+        score = plan.score_job(w).to_dict()
+        if Path(score["out"]).exists() and Path(score["out"]).stat().st_mtime >= Path(j["out"]).stat().st_mtime:
+            continue
+        run_job(score)
+        print(f"scored {score['out']}")
+    return 1 if conflicts else 0
 
 
 def main(argv=None) -> int:
@@ -167,15 +251,22 @@ def main(argv=None) -> int:
     p.add_argument("--splits", nargs="*", default=[])
     p.add_argument("--dataset", default="multi30k")
     p.add_argument("--pair", default="fr-en")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seeds", type=int, nargs="+", default=[1])
+    p.add_argument("--append", action="store_true", help="add to the jobs.json already in --dest")
     p.add_argument("--budget-min", type=float, default=0.0, help="training time budget (0: the stopping rule)")
     p.add_argument("--dest", required=True)
     p = sub.add_parser("run")
     p.add_argument("--out", required=True)
+    p.add_argument("--train-limit", type=float, default=0.0,
+                   help="seconds, then SIGTERM to the trains still running (0: none)")
+    p = sub.add_parser("collect")
+    p.add_argument("--configfile", nargs="+", required=True)
+    p.add_argument("--workdir", required=True, help="the run folder the tables are built in")
+    p.add_argument("--archive", required=True, help="gpu_run.tar.gz of a run")
     p = sub.add_parser("one")
     p.add_argument("--index", type=int, required=True)
     args = ap.parse_args(argv)
-    return {"prepare": prepare, "run": run, "one": one}[args.verb](args)
+    return {"prepare": prepare, "run": run, "one": one, "collect": collect}[args.verb](args)
 
 
 if __name__ == "__main__":
