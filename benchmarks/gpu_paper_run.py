@@ -14,8 +14,9 @@ on the same (warm) machine resumes it; a train whose record exists has finished 
 as is a translation already written. Packages the jobs never use there (sacremoses, subword-nmt,
 jsonschema, ...) are stubbed as in ``gpu_calibration.py``. Checkpoints stay on the machine (too
 large to come back). ``collect`` (here again) unpacks the archive into the run folder, refusing to
-overwrite a file that differs, and scores each translation with the plan's own score job, so the
-tables read GPU runs beside CPU ones; every run keeps its job record (``device: cuda``).
+overwrite a file that differs, and scores each translation with the plan's own score job, then builds the
+tables named (``--tables``: significance and table jobs of the plan), so the tables read GPU runs
+beside CPU ones; every run keeps its job record (``device: cuda``).
 
     python benchmarks/gpu_paper_run.py prepare --configfile config/paper_multi30k_fr_en.yaml \\
         --workdir runs/paper_multi30k_fr_en --paper emb_pred --systems nmt \\
@@ -167,13 +168,17 @@ def run(args) -> int:
     wait_all({i: start(i) for i in trains}, args.train_limit)  # side by side on the one GPU
     print(f"train jobs {trains}: exit {[status[i] for i in trains]} (75: interrupted, resumes on the next run), "
           f"{time.monotonic() - t0:.0f} s", flush=True)
+    # A checkpoint is decoded only once its training has finished (its record written): the
+    # trainer also writes best.pt at every improvement, so an interrupted run has one too.
+    records = {j["best"]: j["record"] for j in jobs if j["kind"] == "train"}
     todo = []
     for i, j in enumerate(jobs):
         if j["kind"] != "translate" or Path(j["out"]).exists():
             continue
-        if not Path(j["checkpoint"]).exists():
+        done = Path(records[j["checkpoint"]]) if j["checkpoint"] in records else Path(j["checkpoint"])
+        if not done.exists():
             print(f"job {i} translate {j['system']} seed {j['seed']} {j['split']}: skipped, "
-                  f"{j['checkpoint']} not written (its training has not finished)", flush=True)
+                  f"{done} not written (its training has not finished)", flush=True)
             continue
         todo.append(i)
     wait_all({i: start(i) for i in todo})  # decoding is short: all at once
@@ -202,12 +207,12 @@ def collect(args) -> int:
     work = Path(args.workdir)
     conflicts, written = [], 0
     with tarfile.open(args.archive) as tar:
-        members = [m for m in tar.getmembers() if m.isfile()]
+        members = [m for m in tar.getmembers() if m.isfile() and not any(x in m.name for x in args.exclude)]
         for m in members:
             if Path(m.name).is_absolute() or ".." in Path(m.name).parts:
                 sys.exit(f"{args.archive}: unsafe member {m.name}")
             data = tar.extractfile(m).read()
-            name = m.name if m.name.startswith("results/") else f"gpu_run/{m.name}"  # jobs.json, logs
+            name = m.name if m.name.startswith("results/") else f"{args.name}/{m.name}"  # jobs.json, logs
             target = work / name
             if target.exists():
                 if target.read_bytes() != data:
@@ -224,7 +229,7 @@ def collect(args) -> int:
     for f in args.configfile:
         config = deep_update(config, load_yaml(Path(f)))
     plan = Plan(config, REPO)
-    jobs = json.loads((work / "gpu_run" / "jobs.json").read_text(encoding="utf-8"))
+    jobs = json.loads((work / args.name / "jobs.json").read_text(encoding="utf-8"))
     os.chdir(work)
     for j in jobs:
         if j["kind"] != "translate" or not Path(j["out"]).exists():
@@ -236,6 +241,20 @@ def collect(args) -> int:
             continue
         run_job(score)
         print(f"scored {score['out']}")
+    for name in args.tables:
+        paper, table = name.split("/")
+        w = SimpleNamespace(paper=paper, table=table)
+        missing = [f for f in plan.table_scores(paper, table) if not Path(f).exists()]
+        if missing:
+            print(f"{paper}/{table}: not built, {len(missing)} score files missing (e.g. {missing[0]}); "
+                  "score those runs first or narrow the table with an overlay")
+            continue
+        steps = [plan.table_job(w).to_dict()]
+        if plan.table_kind(paper, table) == "translation" and plan.significance_metrics(w):
+            steps.insert(0, plan.significance_job(w).to_dict())
+        for job in steps:
+            run_job(job)
+        print(f"built {steps[-1]['out']}")
     return 1 if conflicts else 0
 
 
@@ -263,6 +282,9 @@ def main(argv=None) -> int:
     p.add_argument("--configfile", nargs="+", required=True)
     p.add_argument("--workdir", required=True, help="the run folder the tables are built in")
     p.add_argument("--archive", required=True, help="gpu_run.tar.gz of a run")
+    p.add_argument("--name", default="gpu_run", help="folder of the run folder for the archive's jobs.json and logs")
+    p.add_argument("--exclude", nargs="*", default=[], help="archive members to leave out (substrings)")
+    p.add_argument("--tables", nargs="*", default=[], help="paper/table to build once scored (all its runs scored)")
     p = sub.add_parser("one")
     p.add_argument("--index", type=int, required=True)
     args = ap.parse_args(argv)
