@@ -137,6 +137,25 @@ def _log_name(job: dict, i: int) -> str:
     return f"logs/{i:02d}.{job['kind']}.{job['system']}{extra}.log"
 
 
+def ready_translations(jobs: list[dict]) -> tuple[list[int], list[str]]:
+    """Indices of the translate jobs to run now, and a line for each one that must wait. A
+    checkpoint is decoded only once its training has finished (its record written): the trainer
+    writes best.pt at every improvement, so an interrupted run has one too. A translation already
+    written is not redone."""
+    records = {j["best"]: j["record"] for j in jobs if j["kind"] == "train"}
+    todo, waiting = [], []
+    for i, j in enumerate(jobs):
+        if j["kind"] != "translate" or Path(j["out"]).exists():
+            continue
+        done = Path(records.get(j["checkpoint"], j["checkpoint"]))
+        if done.exists():
+            todo.append(i)
+        else:
+            waiting.append(f"job {i} translate {j['system']} seed {j['seed']} {j['split']}: skipped, "
+                           f"{done} not written (its training has not finished)")
+    return todo, waiting
+
+
 def run(args) -> int:
     jobs = json.loads(Path("jobs.json").read_text(encoding="utf-8"))
     Path("logs").mkdir(exist_ok=True)
@@ -168,19 +187,9 @@ def run(args) -> int:
     wait_all({i: start(i) for i in trains}, args.train_limit)  # side by side on the one GPU
     print(f"train jobs {trains}: exit {[status[i] for i in trains]} (75: interrupted, resumes on the next run), "
           f"{time.monotonic() - t0:.0f} s", flush=True)
-    # A checkpoint is decoded only once its training has finished (its record written): the
-    # trainer also writes best.pt at every improvement, so an interrupted run has one too.
-    records = {j["best"]: j["record"] for j in jobs if j["kind"] == "train"}
-    todo = []
-    for i, j in enumerate(jobs):
-        if j["kind"] != "translate" or Path(j["out"]).exists():
-            continue
-        done = Path(records[j["checkpoint"]]) if j["checkpoint"] in records else Path(j["checkpoint"])
-        if not done.exists():
-            print(f"job {i} translate {j['system']} seed {j['seed']} {j['split']}: skipped, "
-                  f"{done} not written (its training has not finished)", flush=True)
-            continue
-        todo.append(i)
+    todo, waiting = ready_translations(jobs)
+    for line in waiting:
+        print(line, flush=True)
     wait_all({i: start(i) for i in todo})  # decoding is short: all at once
     for i in todo:
         print(f"job {i} translate {jobs[i]['system']} seed {jobs[i]['seed']} {jobs[i]['split']}: exit {status[i]}",
@@ -230,31 +239,35 @@ def collect(args) -> int:
         config = deep_update(config, load_yaml(Path(f)))
     plan = Plan(config, REPO)
     jobs = json.loads((work / args.name / "jobs.json").read_text(encoding="utf-8"))
-    os.chdir(work)
-    for j in jobs:
-        if j["kind"] != "translate" or not Path(j["out"]).exists():
-            continue
-        w = SimpleNamespace(paper=j["paper"], system=j["system"], dataset=j["dataset"], pair=j["pair"],
-                            seed=str(j["seed"]), split=j["split"], condition=j["condition"])
-        score = plan.score_job(w).to_dict()
-        if Path(score["out"]).exists() and Path(score["out"]).stat().st_mtime >= Path(j["out"]).stat().st_mtime:
-            continue
-        run_job(score)
-        print(f"scored {score['out']}")
-    for name in args.tables:
-        paper, table = name.split("/")
-        w = SimpleNamespace(paper=paper, table=table)
-        missing = [f for f in plan.table_scores(paper, table) if not Path(f).exists()]
-        if missing:
-            print(f"{paper}/{table}: not built, {len(missing)} score files missing (e.g. {missing[0]}); "
-                  "score those runs first or narrow the table with an overlay")
-            continue
-        steps = [plan.table_job(w).to_dict()]
-        if plan.table_kind(paper, table) == "translation" and plan.significance_metrics(w):
-            steps.insert(0, plan.significance_job(w).to_dict())
-        for job in steps:
-            run_job(job)
-        print(f"built {steps[-1]['out']}")
+    here = Path.cwd()
+    os.chdir(work)  # the jobs' paths are relative to the run folder
+    try:
+        for j in jobs:
+            if j["kind"] != "translate" or not Path(j["out"]).exists():
+                continue
+            w = SimpleNamespace(paper=j["paper"], system=j["system"], dataset=j["dataset"], pair=j["pair"],
+                                seed=str(j["seed"]), split=j["split"], condition=j["condition"])
+            score = plan.score_job(w).to_dict()
+            if Path(score["out"]).exists() and Path(score["out"]).stat().st_mtime >= Path(j["out"]).stat().st_mtime:
+                continue
+            run_job(score)
+            print(f"scored {score['out']}")
+        for name in args.tables:
+            paper, table = name.split("/")
+            w = SimpleNamespace(paper=paper, table=table)
+            missing = [f for f in plan.table_scores(paper, table) if not Path(f).exists()]
+            if missing:
+                print(f"{paper}/{table}: not built, {len(missing)} score files missing (e.g. {missing[0]}); "
+                      "score those runs first or narrow the table with an overlay")
+                continue
+            steps = [plan.table_job(w).to_dict()]
+            if plan.table_kind(paper, table) == "translation" and plan.significance_metrics(w):
+                steps.insert(0, plan.significance_job(w).to_dict())
+            for job in steps:
+                run_job(job)
+            print(f"built {steps[-1]['out']}")
+    finally:
+        os.chdir(here)
     return 1 if conflicts else 0
 
 

@@ -56,7 +56,7 @@ def test_prepare_then_run_gives_curves_and_translations(tmp_path, monkeypatch):
 
     rc = gpu_paper_run.main(["prepare", "--configfile", str(REPO / "config/paper_multi30k_fr_en.yaml"),
                              "--workdir", str(work), "--paper", "emb_pred", "--systems", "nmt", "--decode",
-                             "nmt_beam6", "--splits", "test_2016_flickr", "--seed", "2", "--budget-min", "0.5",
+                             "nmt_beam6", "--splits", "test_2016_flickr", "--seeds", "2", "--budget-min", "0.5",
                              "--dest", str(dest)])
     assert rc == 0
     jobs = json.loads((dest / "jobs.json").read_text())
@@ -88,6 +88,55 @@ def test_prepare_then_run_gives_curves_and_translations(tmp_path, monkeypatch):
     assert len(hyps) == 2
     log = (dest / "logs/00.train.nmt.log").read_text()
     assert "stubbed (not installed here): jieba" in log and "training finished" in log
+
+    # collect: unpacked into a run folder and scored by the plan's score job
+    ref = work / plan.score_job(SimpleNamespace(**vars(wc), split="test_2016_flickr", condition="congruent")
+                                ).inputs["ref"][0]
+    ref.write_text("a man rides\ntwo dogs run\n", encoding="utf-8")
+    (work / jobs[0]["curve"]).parent.mkdir(parents=True, exist_ok=True)
+    (work / jobs[0]["curve"]).write_text("kept\n", encoding="utf-8")  # a different file is never overwritten
+    rc = gpu_paper_run.main(["collect", "--configfile", str(REPO / "config/paper_multi30k_fr_en.yaml"),
+                             "--workdir", str(work), "--archive", str(out / "gpu_run.tar.gz")])
+    assert rc == 1 and (work / jobs[0]["curve"]).read_text() == "kept\n"
+    assert Path.cwd() != work  # collect works in the run folder and comes back
+    assert (work / jobs[1]["out"]).read_text().splitlines() == hyps
+    score = json.loads((work / plan.score_job(SimpleNamespace(**{**vars(wc), "system": "nmt_beam6"}, split="test_2016_flickr",
+                                                              condition="congruent")).out).read_text())
+    assert score["meta"]["checkpoint"] == jobs[0]["best"] and score["n_sentences"] == 2
+    assert (work / "gpu_run/jobs.json").exists() and (work / "gpu_run/logs/00.train.nmt.log").exists()
+
+
+def test_translations_wait_for_the_training_record(tmp_path, monkeypatch):
+    """best.pt alone (an interrupted run writes it at every improvement) is not enough to decode."""
+    monkeypatch.chdir(tmp_path)
+    jobs = [{"kind": "train", "best": "m.best.pt", "record": "m.job.json"},
+            {"kind": "translate", "checkpoint": "m.best.pt", "out": "a.txt", "system": "nmt", "seed": 2, "split": "t"},
+            {"kind": "translate", "checkpoint": "m.best.pt", "out": "b.txt", "system": "nmt", "seed": 2, "split": "u"},
+            {"kind": "translate", "checkpoint": "other.best.pt", "out": "c.txt", "system": "x", "seed": 1, "split": "t"}]
+    Path("m.best.pt").write_text("w")
+    todo, waiting = gpu_paper_run.ready_translations(jobs)
+    assert todo == [] and len(waiting) == 3 and "m.job.json not written" in waiting[0]
+    Path("m.job.json").write_text("{}")
+    Path("b.txt").write_text("done\n")  # written by an earlier run: not redone
+    Path("other.best.pt").write_text("w")  # trained elsewhere: its checkpoint is enough
+    assert gpu_paper_run.ready_translations(jobs) == ([1, 3], [])
+
+
+def test_prepare_appends_seeds_without_duplicates(tmp_path):
+    from mmt_repro.config import deep_update, load_yaml
+    from mmt_repro.plan import Plan
+
+    config = deep_update(load_yaml(REPO / "config/config.yaml"), load_yaml(REPO / "config/paper_multi30k_fr_en.yaml"))
+    plan = Plan(config, REPO)
+    work, dest = tmp_path / "work", tmp_path / "dest"
+    _tiny_corpus(work, plan, [SimpleNamespace(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en",
+                                              seed=str(s)) for s in (2, 3)])
+    base = ["prepare", "--configfile", str(REPO / "config/paper_multi30k_fr_en.yaml"), "--workdir", str(work),
+            "--paper", "emb_pred", "--systems", "nmt", "--dest", str(dest)]
+    assert gpu_paper_run.main([*base, "--seeds", "2", "3"]) == 0
+    assert gpu_paper_run.main([*base, "--seeds", "3", "--append"]) == 0
+    jobs = json.loads((dest / "jobs.json").read_text())
+    assert [(j["kind"], j["seed"]) for j in jobs] == [("train", 2), ("train", 3)]
 
 
 @pytest.mark.slow
