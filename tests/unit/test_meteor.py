@@ -64,6 +64,17 @@ def test_xray_signature_is_official_english(xray):
     assert "-stdio -l en -norm" in s["details"]["command"]
 
 
+def test_without_norm_the_english_defaults_stay_official():
+    """-norm is text handling the paper's tool chooses (nmtpytorch, MultEval: without): the
+    signature says norm:no and the score is still the official METEOR-en, so a table gives it a
+    delta; dropping a module is not official."""
+    jar = _need_java_and_jar()
+    plan = m._plan("en", False, Path(jar), [])
+    assert plan["norm"] == "no" and plan["paraphrase"] == "yes" and plan["official"] is True
+    assert m._plan("en", True, Path(jar), [])["official"] is True
+    assert m._plan("en", False, Path(jar), ["-m", "exact stem"])["official"] is False
+
+
 def test_german_without_paraphrases_is_marked_and_equals_file_mode():
     jar = _need_java_and_jar()
     if m.paraphrase_file(jar, "de").exists():

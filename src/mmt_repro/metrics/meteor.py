@@ -207,10 +207,12 @@ def _plan(lang: str, norm: bool, jar: Path, extra_args: Sequence[str]) -> dict:
     elif user_weights is not None:
         weights = user_weights
     params = [float(p) for p in extra[extra.index("-p") + 1].split()] if "-p" in extra else list(spec.params)
-    # official = the language's published defaults, Meteor's recommended text handling, nothing extra
+    # official = the language's published defaults (modules, weights, parameters), nothing extra.
+    # -norm is the scorer's text handling, a choice each paper's tool makes (nmtpytorch and
+    # MultEval run without it): the signature's norm field records it apart, and the paper's
+    # scoring config (meteor_norm) decides which one the paper used.
     official = (
         (tuple(modules), tuple(weights), tuple(params)) == (spec.modules, spec.weights, spec.params)
-        and norm_tag != "no"
         and not extra
     )
     if "paraphrase" in spec.modules:
