@@ -99,6 +99,9 @@ class TrainConfig:
     amp: bool = False  # bfloat16 autocast on a GPU (ignored on CPU)
     log_every: int = 50  # log progress every this many updates
     checkpoint_every: int = 0  # also save the last checkpoint every this many updates (0: per epoch)
+    # multi-task runs: also keep each extra task's best checkpoint by its validation BLEU (tasks with
+    # `val: true`), decoded by that task's tables (mmt_repro.train.task_best)
+    best_per_task: bool = False
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:

@@ -24,6 +24,8 @@ from mmt_repro.settings import load_paper, pair_langs
 from mmt_repro.tables.build import make_table, read_published
 from mmt_repro.text.vocab import Vocab
 from mmt_repro.text.wordpiece import LEARNED_SPECIALS, learn_wordpiece, merge_wordpiece_line, wordpiece_lines
+from mmt_repro.io import DataError
+from mmt_repro.train.task_best import is_new_best, take_task_best
 from mmt_repro.train.trainer import train
 
 WORDS = [f"w{i}" for i in range(30)]
@@ -123,7 +125,8 @@ def test_trainer_hands_extra_tasks_to_the_model_and_writes_their_curves(tmp_path
                     "init": "random", "full_image": "mean", "max_regions": 4}
     summary = train(
         "bertgen.bertgen", model_config,
-        {"optimizer": "adamw", "lr": 1e-3, "batch_size": 8, "max_epochs": 2, "val_max_len": 6, "log_every": 0},
+        {"optimizer": "adamw", "lr": 1e-3, "batch_size": 8, "max_epochs": 2, "val_max_len": 6, "log_every": 0,
+         "best_per_task": True},
         vpath, vpath, src, tgt, vsrc, vtgt, vtgt, tmp_path / "m.best.pt", tmp_path / "m.last.pt", tmp_path / "m.curve.tsv",
         train_features=open_features(npy, index), val_features=open_features(vnpy, vindex), device="cpu",
         pair="en-de", tasks=tasks,
@@ -137,6 +140,16 @@ def test_trainer_hands_extra_tasks_to_the_model_and_writes_their_curves(tmp_path
     assert curve["passes_mt_de_en"].iloc[-1] == round(2 * steps * 8 / n_mt, 4)
     assert "val_bleu_mt_de_en" in curve and "val_bleu_ic_de" not in curve
     assert read_checkpoint(tmp_path / "m.best.pt")["vocabs"]["tgt"]["reserved"]["[MASK]"] == vocab.mask_id
+    # best_per_task: the MT task's own best epoch (by its curve column) kept beside the run's best
+    task_best = read_checkpoint(tmp_path / "m.task_best" / "mt_de_en.pt")
+    scores = curve["val_bleu_mt_de_en"].tolist()
+    assert task_best["progress"]["best_epoch"] == 1 + scores.index(max(scores))
+    assert task_best["progress"]["task_best"]["mt_de_en"] == pytest.approx(max(scores), abs=0.005)
+    assert not (tmp_path / "m.task_best" / "ic_de.pt").exists()  # no validation set: no best of its own
+    take_task_best(tmp_path / "m.best.pt", "mt_de_en", tmp_path / "m.best.mt_de_en.pt")
+    assert (tmp_path / "m.best.mt_de_en.pt").read_bytes() == (tmp_path / "m.task_best" / "mt_de_en.pt").read_bytes()
+    with pytest.raises(DataError, match="kept no best checkpoint of task 'ic_de'"):
+        take_task_best(tmp_path / "m.best.pt", "ic_de", tmp_path / "x.pt")
     info = translate(tmp_path / "m.best.pt", mt_src, tmp_path / "mt.hyp", vpath, vpath, decode={"beam_size": 1,
                      "max_len": 6, "max_len_a": 0}, pair="de-en", device="cpu")
     assert info["sentences"] == 9  # the MT task: no features given, the model runs on text alone
@@ -223,3 +236,12 @@ def test_manual_input_comes_from_a_copy_put_in_place(tmp_path):
     (tmp_path / "copy" / "w.model").write_bytes(b"weights")
     got = fetch_input_file("weights", "w.model", tmp_path / "out.model", local_dir=tmp_path / "copy", manifest=manifest)
     assert (tmp_path / "out.model").read_bytes() == b"weights" and not got["verified"]
+
+
+def test_a_task_best_counts_only_when_it_beats_the_saved_one():
+    """The per-task bests live in the run's progress (saved in .last.pt): a resumed run compares
+    with the scores before the interruption."""
+    progress = {"task_best": {"mt_de_en": 20.0}}
+    assert not is_new_best(progress, "mt_de_en", 19.5) and not is_new_best(progress, "mt_de_en", 20.0)
+    assert is_new_best(progress, "mt_de_en", 20.5) and progress["task_best"]["mt_de_en"] == 20.5
+    assert is_new_best(progress, "mt_en_de", 0.0) and progress["task_best"]["mt_en_de"] == 0.0

@@ -176,8 +176,24 @@ def test_the_pilot_overlay_plans_its_variants(tmp_path):
 
 
 def test_train_on_decodes_the_one_multitask_run(full):
-    """BertGen: every table decodes the one model trained on multi30k en-de (train_on)."""
+    """BertGen: every table decodes the one model trained on multi30k en-de (train_on); a task
+    with its own validation (Table 5's MT directions) decodes that task's best checkpoint
+    (best_per_task), the others the run's best."""
     assert full.checkpoint_of("bertgen", "bertgen", "iwslt14_de_en", "de-en", 1) == \
+        "results/models/bertgen/bertgen/multi30k.en-de.seed1.best.mt_de_en.pt"
+    assert full.checkpoint_of("bertgen", "bertgen", "setimes2_en_tr", "en-tr", 2) == \
+        "results/models/bertgen/bertgen/multi30k.en-de.seed2.best.mt_en_tr.pt"
+    for ds, pair in (("multi30k", "en-de"), ("multi30k", "en-fr"), ("flickr30k_captions", "im-en")):
+        assert full.checkpoint_of("bertgen", "bertgen", ds, pair, 1) == \
+            "results/models/bertgen/bertgen/multi30k.en-de.seed1.best.pt"
+    assert full.checkpoint_of("bertgen", "fairseq", "iwslt14_de_en", "de-en", 1) == \
+        "results/models/bertgen/fairseq/iwslt14_de_en.de-en.seed1.best.pt"  # trained per table: its own
+    job = full.translate_job(W(paper="bertgen", system="bertgen", dataset="iwslt14_de_en", split="test",
+                               pair="de-en", seed="1", condition="congruent"))
+    assert job.checkpoint == job.inputs["checkpoint"] == "results/models/bertgen/bertgen/multi30k.en-de.seed1.best.mt_de_en.pt"
+    config = deep_update(load_yaml(REPO / "config" / "config.yaml"),
+                         {"papers": {"bertgen": {"overrides": {"systems": {"bertgen": {"train": {"best_per_task": False}}}}}}})
+    assert Plan(config, REPO).checkpoint_of("bertgen", "bertgen", "iwslt14_de_en", "de-en", 1) == \
         "results/models/bertgen/bertgen/multi30k.en-de.seed1.best.pt"
     job = full.translate_job(W(paper="bertgen", system="bertgen", dataset="multi30k", split="test_2016_flickr",
                                pair="en-fr", seed="1", condition="congruent"))

@@ -33,3 +33,19 @@ rule train_model:
         code=code("train"),
     script:
         "../scripts/run_job.py"
+
+
+# A multi-task run's best checkpoint for one extra task (`best_per_task: true`: BertGen's Table 5
+# decodes each MT task with its own best epoch). The training job keeps them in
+# <model>.task_best/; this copies the one a table decodes, so Snakemake tracks it and redoes it
+# with its training (mmt_repro.train.task_best).
+rule task_checkpoint:
+    input:
+        f"{PATHS['model']}.best.pt",
+    output:
+        f"{PATHS['model']}.best.{{task}}.pt",
+    log:
+        "results/logs/task_checkpoint/{paper}/{system}/{dataset}.{pair}.seed{seed}.{task}.log",
+    localrule: True
+    script:
+        "../scripts/task_checkpoint.py"

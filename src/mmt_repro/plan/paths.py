@@ -57,6 +57,7 @@ WILDCARDS = {
     "seed": "[0-9]+",
     "condition": "congruent|shuffled|no_image",
     "k": "[0-9]+",
+    "task": "[a-z0-9_]+",
 }
 
 

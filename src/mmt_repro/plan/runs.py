@@ -57,7 +57,23 @@ class RunPlan:
         elif settings.decode_of:
             system = settings.decode_of
         m_ds, m_pair = self.model_location(paper, system, dataset, pair)
-        return f"{path('model', paper=paper, system=system, dataset=m_ds, pair=m_pair, seed=seed)}.best.pt"
+        model = path("model", paper=paper, system=system, dataset=m_ds, pair=m_pair, seed=seed)
+        task = self.best_task(paper, system, dataset, pair) if (m_ds, m_pair) != (dataset, pair) else None
+        return f"{model}.best.{task}.pt" if task else f"{model}.best.pt"
+
+    def best_task(self, paper, system, dataset, pair) -> str | None:
+        """The extra task on (dataset, pair) whose own best checkpoint decodes it: a system trained
+        elsewhere (train_on) with `best_per_task: true` and one task there with `val: true`
+        (BertGen's Table 5, mmt_repro.train.task_best); None: the run's best checkpoint."""
+        settings = self.system_settings(paper, system)
+        if not settings.train.get("best_per_task"):
+            return None
+        tasks = [name for name, task in settings.task_settings().items()
+                 if task.dataset == dataset and task.pair == pair and task.val]
+        if len(tasks) > 1:
+            raise ValueError(f"{paper}.{system}: tasks {tasks} all validate on {dataset} {pair}; best_per_task "
+                             "needs one task with `val: true` per dataset and pair")
+        return tasks[0] if tasks else None
 
     def run_features(self, paper, system, dataset, split, condition="congruent") -> dict:
         """Feature files (npy, index, boxes) a run gives the model: none for text-only systems
@@ -166,8 +182,8 @@ class RunPlan:
         condition = getattr(wildcards, "condition", "congruent")
         system, pair, _ = self.decoded_model(wildcards)
         m_ds, m_pair = self.model_location(paper, system, ds, pair)
-        model = path("model", paper=paper, system=system, dataset=m_ds, pair=m_pair, seed=wildcards.seed)
-        inputs = {"checkpoint": f"{model}.best.pt", "tgt_vocab": self.vocab_file(paper, m_ds, m_pair, tgt)}
+        checkpoint = self.checkpoint_of(paper, wildcards.system, ds, wildcards.pair, wildcards.seed)
+        inputs = {"checkpoint": checkpoint, "tgt_vocab": self.vocab_file(paper, m_ds, m_pair, tgt)}
         if not is_captioning(pair):
             inputs["src"] = self.model_text(paper, ds, pair, wildcards.split, src)
             inputs["src_vocab"] = self.vocab_file(paper, m_ds, m_pair, src)

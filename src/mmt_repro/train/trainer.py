@@ -48,7 +48,9 @@ from ..models import Vocabs, build_model
 from ..settings import DecodeSettings, TrainConfig, import_model_modules, make_train_config, pair_langs
 from ..text.vocab import Vocab
 from .prefetch import Prefetcher, prefetch_depth
+from .resume import field_defaults, same_configuration
 from .step import StepSums, make_optimizer, train_update
+from .task_best import is_new_best, task_best_file
 
 log = logging.getLogger(__name__)
 
@@ -269,47 +271,13 @@ def _init_from(run: _Run, init_checkpoint: Path, model_name: str) -> None:
     )
 
 
-def _field_defaults(cls) -> dict:
-    out = {}
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            out[f.name] = f.default_factory()
-    return out
-
-
-def same_configuration(saved: dict, now: dict, defaults: dict[str, dict]) -> bool:
-    """Was ``saved`` (the configs in a resume checkpoint) written by the configuration ``now``?
-    A key that a later version of the code added is absent from ``saved``: it matches when
-    ``now`` holds that key's default (``defaults``: section -> field defaults), so a run that
-    spans sessions (and code versions) resumes unless a setting that matters changed."""
-    if set(saved) != set(now):
-        return False
-    for section, values in now.items():
-        old = saved[section]
-        if not (isinstance(values, dict) and isinstance(old, dict)):
-            if old != values:
-                return False
-            continue
-        if set(old) - set(values):
-            return False  # a setting the code no longer has
-        for key, value in values.items():
-            if key in old:
-                if old[key] != value:
-                    return False
-            elif key not in defaults.get(section, {}) or defaults[section][key] != value:
-                return False
-    return True
-
-
 def _resume(run: _Run, model_name: str) -> None:
     """Continue from the last checkpoint when it was written by this very configuration (keys
     added to the configs since then count as their defaults: :func:`same_configuration`)."""
     if not run.last_checkpoint.exists():
         return
     ckpt = read_checkpoint(run.last_checkpoint)
-    defaults = {"train": _field_defaults(TrainConfig), "model": _field_defaults(type(run.model.config))}
+    defaults = {"train": field_defaults(TrainConfig), "model": field_defaults(type(run.model.config))}
     if not (ckpt["model"] == model_name and same_configuration(ckpt["train_config"], run.configs, defaults)
             and ckpt["vocab"] == run.vocab_info):
         log.warning("ignoring %s: it was written with another model, configuration or vocabulary", run.last_checkpoint)
@@ -415,34 +383,40 @@ def validate(run: _Run, data=None, refs: list[list[str]] | None = None) -> float
     return corpus_scores(hyps, refs, metrics=("bleu",), tokenize="none")["bleu"]["value"]
 
 
+def _save_best(run: _Run, path: Path, epoch: int) -> None:
+    save_checkpoint(path, run.model, run.vocab_info, None, None, dict(run.progress, best_epoch=epoch), run.configs,
+                    with_rng=False, imports=run.imports)
+
+
 def _end_epoch(run: _Run, sums: dict, seconds: float, elapsed: float, budget_stop: str | None) -> str | None:
     """Validate, keep the best checkpoint, step the schedule, write the curve; the stop reason."""
     cfg, p = run.cfg, run.progress
     epoch = p["epoch"]
     bleu = validate(run)
-    improved = bleu > p["best_bleu"]
-    if improved:
+    better = bleu > p["best_bleu"]
+    if better:
         p["best_bleu"], p["bad_epochs"] = bleu, 0
-        save_checkpoint(run.best_checkpoint, run.model, run.vocab_info, None, None, dict(p, best_epoch=epoch),
-                        run.configs, with_rng=False, imports=run.imports)
+        _save_best(run, run.best_checkpoint, epoch)
         _copy_atomic(run.best_checkpoint, run.best_copy)
     else:
         p["bad_epochs"] += 1
     if cfg.lr_schedule == "plateau":
         run.scheduler.step(bleu)
-    elif cfg.lr_schedule == "epoch_decay" and _decay_due(cfg, p, epoch, improved):
+    elif cfg.lr_schedule == "epoch_decay" and _decay_due(cfg, p, epoch, better):
         _halve(run)
     means = _means(sums)
     row = {"epoch": epoch, "step": p["step"], "val_bleu": round(bleu, 2), "lr": run.optimizer.param_groups[0]["lr"],
            "tokens_per_s": round(sums.get("n_tokens", 0) / max(seconds, 1e-9), 1), "elapsed_s": round(elapsed, 1)}
     row.update({k: round(v, 5) for k, v in means.items()})
-    for name, data, refs in run.val_tasks:  # the extra tasks' curves (BertGen's Figure 4)
-        row[f"val_bleu_{name}"] = round(validate(run, data, refs), 2)
+    for name, data, refs in run.val_tasks:  # the extra tasks' curves (BertGen's Figure 4), their bests
+        row[f"val_bleu_{name}"] = round(score := validate(run, data, refs), 2)
+        if cfg.best_per_task and is_new_best(p, name, score):
+            _save_best(run, task_best_file(run.best_checkpoint, name), epoch)
     if hasattr(run.train_data, "curve_columns"):  # e.g. passes over each task (data views)
         row.update(run.train_data.curve_columns(p["step"] * cfg.accumulate, cfg.batch_size))
     p["history"].append(row)
     log.info("epoch %d done: train loss %.4f, val BLEU %.2f%s", epoch, means.get("train_loss", 0.0), bleu,
-             " (best)" if improved else "")
+             " (best)" if better else "")
     _write_curve(run.curve, p["history"])
     p["epoch"] += 1
     p["batch_in_epoch"] = 0
