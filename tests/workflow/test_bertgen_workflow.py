@@ -38,9 +38,13 @@ def test_every_bertgen_table_and_figure_plans_from_raw_data(tmp_path, wf):
         assert rule in out, f"{rule} missing from the plan:\n{out[-3000:]}"
     # one BertGen run (Multi30k En->De, the reference task) decodes every BertGen row
     res = wf.snakemake(*targets, "-n", "--directory", str(tmp_path), "--quiet", "all")
-    trained = {line.split("results/models/bertgen/")[1].split(".best.pt")[0]
-               for line in (res.stdout + res.stderr).splitlines()
-               if "output: results/models/bertgen/" in line}
+    outputs = [line.split("output: ")[1] for line in (res.stdout + res.stderr).splitlines()
+               if "output: results/models/bertgen/" in line]
+    trained = {o.split("results/models/bertgen/")[1].split(".best.pt")[0] for o in outputs if ".best.pt" in o}
+    # Table 5's six MT directions decode their own best epoch of that run (best_per_task, rule task_checkpoint)
+    assert sorted(o for o in outputs if ".best.pt" not in o) == [
+        f"results/models/bertgen/bertgen/multi30k.en-de.seed1.best.mt_{d}.pt"
+        for d in ("de_en", "en_de", "en_fr", "en_tr", "fr_en", "tr_en")]
     assert "bertgen/multi30k.en-de.seed1" in trained
     assert not any(t.startswith("bertgen/") and t != "bertgen/multi30k.en-de.seed1" for t in trained), trained
     assert "fairseq/iwslt14_de_en.en-de.seed1" in trained and "single_visual/multi30k.en-de.seed1" in trained
