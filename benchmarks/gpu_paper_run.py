@@ -6,8 +6,8 @@ budget, and copies every input those jobs read (tokenised text, vocabularies, em
 into a folder, paths kept relative, with ``jobs.json`` (``--append`` adds to it). ``run`` (on the
 GPU machine, inside that folder) runs the train jobs side by side, each in its own process through
 :func:`mmt_repro.execute.run_job` (the exact code a rule runs: the trainer with its device
-contract, prefetch thread, checkpoints and curve), then the translate jobs whose checkpoint
-exists, and packs curves, records, logs, translations and decoding stats into one
+contract, prefetch thread, checkpoints and curve), then the translate jobs whose training has
+finished (its record written), and packs curves, records, logs, translations and decoding stats into one
 ``gpu_run.tar.gz`` (the device machine returns at most 8 files). ``--train-limit S`` sends the
 trains still running after S seconds SIGTERM: each saves its ``.last.pt`` and the next ``run``
 on the same (warm) machine resumes it; a train whose record exists has finished and is skipped,
@@ -48,6 +48,19 @@ if str(REPO / "src") not in sys.path:
     sys.path.insert(0, str(REPO / "src"))
 
 
+def _plan(configfiles, device: str | None = None):
+    """The plan of config/config.yaml with ``configfiles`` merged in (and ``device`` set)."""
+    from mmt_repro.config import deep_update, load_yaml
+    from mmt_repro.plan import Plan
+
+    config = load_yaml(REPO / "config" / "config.yaml")
+    for f in configfiles:
+        config = deep_update(config, load_yaml(Path(f)))
+    if device:
+        config["device"] = device
+    return Plan(config, REPO)
+
+
 def _output(job: dict) -> str:
     return job["record"] if job["kind"] == "train" else job["out"]
 
@@ -59,14 +72,7 @@ def _files(value) -> list[str]:
 
 
 def prepare(args) -> int:
-    from mmt_repro.config import deep_update, load_yaml
-    from mmt_repro.plan import Plan
-
-    config = load_yaml(REPO / "config" / "config.yaml")
-    for f in args.configfile:
-        config = deep_update(config, load_yaml(Path(f)))
-    config["device"] = "cuda"
-    plan = Plan(config, REPO)
+    plan = _plan(args.configfile, device="cuda")
     work, dest = Path(args.workdir), Path(args.dest)
     dataset, pair = args.dataset, args.pair
     listed = dest / "jobs.json"
@@ -208,9 +214,7 @@ def run(args) -> int:
 
 def collect(args) -> int:
     """Unpack a ``run`` archive into the run folder and score its translations with the plan's score jobs."""
-    from mmt_repro.config import deep_update, load_yaml
     from mmt_repro.execute import run_job
-    from mmt_repro.plan import Plan
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     work = Path(args.workdir)
@@ -234,10 +238,7 @@ def collect(args) -> int:
     if conflicts:
         print("kept as they were (differ from the archive; move them aside to take the GPU run's):\n  "
               + "\n  ".join(conflicts))
-    config = load_yaml(REPO / "config" / "config.yaml")
-    for f in args.configfile:
-        config = deep_update(config, load_yaml(Path(f)))
-    plan = Plan(config, REPO)
+    plan = _plan(args.configfile)
     jobs = json.loads((work / args.name / "jobs.json").read_text(encoding="utf-8"))
     here = Path.cwd()
     os.chdir(work)  # the jobs' paths are relative to the run folder
@@ -261,7 +262,7 @@ def collect(args) -> int:
                       "score those runs first or narrow the table with an overlay")
                 continue
             steps = [plan.table_job(w).to_dict()]
-            if plan.table_kind(paper, table) == "translation" and plan.significance_metrics(w):
+            if "significance" in steps[0]["inputs"]:  # the table reads its significance tests
                 steps.insert(0, plan.significance_job(w).to_dict())
             for job in steps:
                 run_job(job)
