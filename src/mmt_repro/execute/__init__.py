@@ -30,12 +30,18 @@ RUNNERS = {
 }
 
 
-def run_job(job: dict, rule: str | None = None) -> None:
+def run_job(job: dict, rule: str | None = None, code: str | None = None) -> None:
     """Run a job given as its ``to_dict()`` (a rule's one `job` param); dump_attention's
-    translate job writes attention, not a translation."""
+    translate job writes attention, not a translation. ``code``: the rule's `code` param (the
+    plan's code version of the job), written to the job record as it is; None computes it."""
     from ..plan.jobs import job_from_dict
+    from .record import use_planned_code
 
     obj = job_from_dict(job)
     kind = "attention" if (obj.kind == "translate" and rule == "dump_attention") else obj.kind
     module, func = RUNNERS[kind]
-    getattr(import_module(f"{__name__}.{module}"), func)(obj)
+    use_planned_code(code)
+    try:
+        getattr(import_module(f"{__name__}.{module}"), func)(obj)
+    finally:
+        use_planned_code(None)

@@ -17,6 +17,20 @@ from pathlib import Path
 from ..plan.jobs import Job
 from ..plan.version import JOB_CODE, code_version
 
+# The code version the plan computed for this process's job (the rule's `code` param, the string
+# Snakemake compares to decide a re-run), set by :func:`mmt_repro.execute.run_job`. Recomputing it
+# here (an ast walk over the job's module closure) cost every job 0.6-0.8 s on a 2-core machine;
+# outside Snakemake (None) it is computed.
+_planned_code: str | None = None
+
+
+def use_planned_code(version: str | None) -> None:
+    """Record ``version`` (the plan's code version of this job) in the job's provenance instead of
+    recomputing it; None computes it (:func:`provenance`)."""
+    global _planned_code
+    _planned_code = version
+
+
 def git_commit(repo: Path | None = None) -> str | None:
     """The checkout's commit (with ``+dirty`` when tracked files differ), None outside git."""
     repo = repo or Path(__file__).resolve().parents[3]
@@ -37,7 +51,7 @@ def provenance(job: Job) -> dict:
     return {
         "job": job.to_dict(),
         "settings_hash": job.settings_hash(),
-        "code_version": code_version(*JOB_CODE[job.kind]),
+        "code_version": _planned_code or code_version(*JOB_CODE[job.kind]),
         "git_commit": git_commit(),
     }
 

@@ -25,7 +25,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
+# sacremoses is imported where a normaliser, tokeniser or detokeniser is first built: its import
+# compiles ~0.2 s of regular expressions, which every job paid through the settings layer (a
+# score or table job never tokenises).
 
 
 # sacremoses default -> what normalize-punctuation.perl does (sacremoses' perl_parity changes)
@@ -37,7 +39,9 @@ _PERL_PARITY = {
 
 
 @functools.lru_cache(maxsize=None)
-def _normalizer(lang: str) -> MosesPunctNormalizer:
+def _normalizer(lang: str):
+    from sacremoses import MosesPunctNormalizer
+
     norm = MosesPunctNormalizer(lang=lang)
     # instance-level copy: leaves the class lists (shared by every other normalizer) alone
     norm.substitutions = [_PERL_PARITY.get(tuple(sub), tuple(sub)) for sub in norm.substitutions]
@@ -45,12 +49,16 @@ def _normalizer(lang: str) -> MosesPunctNormalizer:
 
 
 @functools.lru_cache(maxsize=None)
-def _tokenizer(lang: str) -> MosesTokenizer:
+def _tokenizer(lang: str):
+    from sacremoses import MosesTokenizer
+
     return MosesTokenizer(lang=lang)
 
 
 @functools.lru_cache(maxsize=None)
-def _detokenizer(lang: str) -> MosesDetokenizer:
+def _detokenizer(lang: str):
+    from sacremoses import MosesDetokenizer
+
     return MosesDetokenizer(lang=lang)
 
 
