@@ -16,7 +16,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from .io import DataError
@@ -26,13 +25,15 @@ class ConfigError(ValueError):
     """A configuration key or value is wrong; the message names it and the fix."""
 
 
-def _key_path(error: jsonschema.ValidationError) -> str:
+def _key_path(error) -> str:  # a jsonschema.ValidationError
     return ".".join(str(p) for p in error.absolute_path) or "<top level>"
 
 
 def validate_config(config: dict, schema_path: str | Path) -> dict:
     """Validate ``config`` against the YAML JSON-schema; raise :class:`ConfigError` listing
     every problem with its key path. Returns the config unchanged."""
+    import jsonschema  # here, not at the top: every job imports this module (50 ms), few validate
+
     schema_path = Path(schema_path)
     schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.error
 from pathlib import Path
 
@@ -343,3 +345,33 @@ def test_shape_mismatches_are_data_errors(images, tmp_path, monkeypatch):
     b_npy, b_idx, _ = _extract(images, tmp_path, ["train_00000.png"], tag="b", layer="pool5")
     with pytest.raises(DataError, match=r"array shape \(1, 1, 2048\) differs from the shape \(1, 16, 1024\)"):
         FeatureStore(b_npy, a_idx)
+
+
+def test_the_index_columns_read_from_their_buffers_equal_pyarrows(tmp_path):
+    import pyarrow as pa
+
+    from mmt_repro.features.store import _int_column, read_index
+
+    # several chunks and a slice (a non-zero offset), signed and unsigned widths
+    t = pa.table({"a": pa.chunked_array([pa.array([1, -2, 3], pa.int32()), pa.array([4, 5], pa.int32())]),
+                  "u": pa.array([1, 2, 3, 4, 70000], pa.uint32()), "w": pa.array([9, 8, 7, 6, 5], pa.int64())})
+    for part in (t, t.slice(2), t.slice(1, 3)):
+        for name in ("a", "u", "w"):
+            got, want = _int_column(part, name), part.column(name).to_numpy()
+            assert got.dtype == want.dtype and got.tolist() == want.tolist() and got.flags.writeable
+    idx = tmp_path / "s.index.parquet"
+    write_index(idx, ["a.jpg", "b.jpg", "c.jpg"], {"shape": [3, 2, 4]}, columns={"n_boxes": [2, 0, 1]})
+    names, extra, meta, key = read_index(idx)
+    assert (names, key, meta) == (["a.jpg", "b.jpg", "c.jpg"], "image", {"shape": [3, 2, 4]})
+    assert extra["n_boxes"].tolist() == [2, 0, 1] and extra["n_boxes"].dtype == np.int32
+
+
+def test_opening_a_store_imports_neither_pandas_nor_pyarrow_dataset(tmp_path):
+    """pyarrow's read_table and to_numpy import pandas (0.3 s of every job that reads features)."""
+    idx = tmp_path / "s.index.parquet"
+    write_index(idx, ["a.jpg", "b.jpg"], {"shape": [2, 3]}, columns={"n_boxes": [1, 2]})
+    code = ("import sys; from mmt_repro.features.store import read_index;"
+            f"names, extra, meta, key = read_index({str(idx)!r}); assert extra['n_boxes'].tolist() == [1, 2];"
+            "print('pandas' in sys.modules, 'pyarrow.dataset' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]

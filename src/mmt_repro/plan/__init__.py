@@ -7,44 +7,36 @@ tests call it directly (tests/unit/test_plan.py).
     job = plan.train_job(wildcards)           # a frozen job object (mmt_repro.plan.jobs)
     job.files(), job.to_dict()                # the rule's inputs and its one `job` param
     plan.check_targets(targets)               # requested paths' names; UnknownNameError on a typo
+
+Importing the package imports none of its parts: a job that only rebuilds its job object
+(``mmt_repro.plan.jobs``, stdlib only) does not pay for the config schema, the papers' settings
+and the manifest (0.35 s of every job); a name below is imported on first use (PEP 562).
 """
 
 from __future__ import annotations
 
-from .base import PlanBase, is_captioning, pattern
-from .cost import CostPlan
-from .data import DataPlan
-from .jobs import (
-    AlignJob,
-    AlignmentModelJob,
-    AnalyseJob,
-    BacktranslationJob,
-    CurvesJob,
-    Job,
-    ScoreJob,
-    SignificanceJob,
-    TableJob,
-    TrainJob,
-    TranslateJob,
-    job_from_dict,
-)
-from .papers import AlignmentPlan, BacktranslationPlan, MultitaskPlan, WordVectorPlan
-from .paths import PATHS, WILDCARDS, path, reversed_pair
-from .runs import RunPlan
-from .tables import TablePlan
-from .targets import TargetPlan
-from .text import TextPlan
-from .version import code_version
+from importlib import import_module
+
+# exported name -> module of this package that defines it
+_EXPORTS = {
+    "Plan": "whole",
+    "PATHS": "paths", "WILDCARDS": "paths", "path": "paths", "reversed_pair": "paths",
+    "is_captioning": "base", "pattern": "base",
+    "code_version": "version",
+    **{name: "jobs" for name in ("Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob",
+                                 "SignificanceJob", "CurvesJob", "AlignmentModelJob", "AlignJob",
+                                 "BacktranslationJob", "job_from_dict")},
+}
+__all__ = list(_EXPORTS)
 
 
-class Plan(RunPlan, TablePlan, TargetPlan, TextPlan, DataPlan, MultitaskPlan, AlignmentPlan, WordVectorPlan,
-           BacktranslationPlan, CostPlan, PlanBase):
-    """The whole plan of one configuration (see the module docstring)."""
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
 
-    def code_version(self, *entries: str) -> str:
-        return code_version(*entries)
 
-
-__all__ = ["Plan", "PATHS", "WILDCARDS", "path", "reversed_pair", "is_captioning", "pattern", "code_version",
-           "Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob", "SignificanceJob", "CurvesJob",
-           "AlignmentModelJob", "AlignJob", "BacktranslationJob", "job_from_dict"]
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

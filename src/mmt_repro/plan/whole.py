@@ -1,0 +1,23 @@
+"""The ``Plan`` class: the plan's parts (runs, tables, targets, text, data, the papers' stages,
+cost) combined into the one object that the rule files and the tests call (see the package
+docstring)."""
+
+from __future__ import annotations
+
+from .base import PlanBase
+from .cost import CostPlan
+from .data import DataPlan
+from .papers import AlignmentPlan, BacktranslationPlan, MultitaskPlan, WordVectorPlan
+from .runs import RunPlan
+from .tables import TablePlan
+from .targets import TargetPlan
+from .text import TextPlan
+from .version import code_version
+
+
+class Plan(RunPlan, TablePlan, TargetPlan, TextPlan, DataPlan, MultitaskPlan, AlignmentPlan, WordVectorPlan,
+           BacktranslationPlan, CostPlan, PlanBase):
+    """The whole plan of one configuration (see the package docstring)."""
+
+    def code_version(self, *entries: str) -> str:
+        return code_version(*entries)
