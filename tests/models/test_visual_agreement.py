@@ -174,6 +174,42 @@ def test_forward_logs_both_directions_and_gradients_reach_both(name, cfg):
         assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in part.parameters())
 
 
+@pytest.mark.parametrize("name,cfg", [MODELS[0], MODELS[3], MODELS[7], MODELS[8]])
+def test_a_forward_only_model_trains_the_forward_model_alone_with_its_loss(name, cfg, tmp_path):
+    """backward: false (a baseline that no job decodes backward): no backward model; the loss is
+    the joint model's forward term (same forward weights), and its gradient reaches the forward model."""
+    joint, alone = _model(name, cfg), _model(name, {**cfg, "backward": False})
+    assert alone.bwd is None and alone.directions == ("forward",)
+    n_joint = sum(p.numel() for p in joint.parameters())
+    assert sum(p.numel() for p in alone.parameters()) == n_joint - sum(p.numel() for p in joint.bwd.parameters())
+    alone.fwd.load_state_dict(joint.fwd.state_dict())
+    batch = _batch()
+    out, ref = alone(batch), joint(batch)
+    assert "nll_bwd" not in out and int(out["n_tokens"]) == int(ref["n_tokens"])
+    f = joint._teacher(joint.fwd, batch, "forward")  # the joint loss's forward term (label smoothing included)
+    assert torch.allclose(out["loss"], f.get("loss_sum", f["nll"]) / ref["n_tokens"])
+    assert torch.allclose(out["nll_fwd"], ref["nll_fwd"])
+    out["loss"].backward()
+    assert all(p.grad is not None for p in alone.fwd.parameters() if p.requires_grad)
+    # the checkpoint holds the forward model alone and decodes only forward
+    again, _ = load_model(save_checkpoint(tmp_path / "m.pt", alone.eval(), {"src": "a", "tgt": "b"}))
+    assert again.bwd is None
+    with pytest.raises(ValueError, match="forward"):
+        again.set_direction("backward")
+    with pytest.raises(ValueError, match="trained forward only"):
+        again.word_attention(batch)
+
+
+def test_backward_auto_means_both_outside_the_plan_and_agreement_needs_both():
+    assert _model("visual_agreement.seq2seq", {**S2S_IMG, "backward": "auto"}).bwd is not None
+    assert _model("visual_agreement.transformer_text", {**TF, "backward": "auto"}).bwd is not None
+    for name, cfg in (MODELS[5], MODELS[9]):
+        with pytest.raises(ValueError, match="needs backward: true"):
+            _model(name, {**cfg, "backward": False})
+    with pytest.raises(ValueError, match="backward='yes'"):
+        _model("visual_agreement.seq2seq_text", {**S2S, "backward": "yes"})
+
+
 @pytest.mark.parametrize("grad", ["own", "both"])
 @pytest.mark.parametrize("agreement", ["hard", "soft"])
 def test_agreement_gradient_reaches_the_other_model_only_under_both(grad, agreement):

@@ -57,3 +57,27 @@ def test_table5_gets_no_delta_while_the_word_list_is_ours(full):
         job = full.table_job(W(paper=PAPER, table=table))
         assert set(job.not_comparable) == {"mhca", "soft"}
         assert "word list" in job.note
+
+
+def _backward(plan, system, dataset, pair="en-de"):
+    return plan.train_job(W(paper=PAPER, system=system, dataset=dataset, pair=pair, seed="1")).model_config["backward"]
+
+
+def test_the_backward_model_trains_only_where_a_job_reads_it(full):
+    """backward: auto (the settings) resolved per run: both directions for agreement, a `*_bwd`
+    decoding, VAD and the Transformer's block choice; the forward model alone elsewhere."""
+    assert _backward(full, "image", "multi30k") is False  # Table 3's + Image: decoded En->De only
+    assert _backward(full, "image", "multi30k", "en-fr") is False
+    assert _backward(full, "onlytext", "multi30k") is True  # onlytext_bwd in table1_de_en
+    assert _backward(full, "hard", "multi30k") is True  # agreement
+    assert _backward(full, "mhca", "multi30k") is True  # Table 5's VAD
+    assert _backward(full, "t_mhca", "multi30k") is True  # t_hard's block is chosen on its checkpoint
+    for system in ("onlytext", "mhca", "t_onlytext", "t_mhca"):  # the grounded BLEU check, one direction
+        assert _backward(full, system, "grounded") is False
+    assert _backward(full, "mhca", "grounded_distinct") is True  # the VAD check
+    # a table that decodes the backward model changes the training job (it then re-runs)
+    config = load_yaml(REPO / "config" / "config.yaml")
+    config["papers"][PAPER]["tables"]["table3_de_en"] = {**config["papers"][PAPER]["tables"]["table3_en_de"],
+                                                         "pair": "de-en", "systems": ["image_bwd"]}
+    config["papers"][PAPER]["overrides"] = {"systems": {"image_bwd": {"variant_of": "onlytext_bwd", "reverse_of": "image"}}}
+    assert _backward(Plan(config, REPO), "image", "multi30k") is True

@@ -43,6 +43,7 @@ def select_alignment_layer(checkpoint, src, tgt, src_vocab, tgt_vocab, align, ou
     model, _ = load_model(checkpoint, device=dev)
     if not isinstance(model, _TransformerJoint):
         raise ValueError(f"{checkpoint} holds {model.registry_name}: only the Transformer versions have blocks to choose")
+    model.need_backward("the choice of the backward model's alignment block")
     data = ParallelData(src, Vocab.load(src_vocab), tgt, Vocab.load(tgt_vocab),
                         features=open_features(features_npy, features_index) if model.uses_visual else None)
     gold = read_lines(align)

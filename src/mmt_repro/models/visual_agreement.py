@@ -4,7 +4,9 @@ No public code: this is its first public implementation.
 
 Registered models (every one holds a forward ``x -> y`` and a backward ``y -> x`` model in
 one checkpoint, trained jointly on the same batches; ``directions = ("forward", "backward")``,
-so a ``reverse_of`` system decodes the backward one):
+so a ``reverse_of`` system decodes the backward one). ``backward: false`` (the plan's choice for
+``backward: auto`` where no job reads the backward model: no agreement, no ``reverse_of``
+decoding, no analysis of both directions) builds and trains the forward model alone:
 
 - ``visual_agreement.seq2seq_text``: OnlyText (Bahdanau et al.), 2-layer bi-LSTM encoder,
   2-layer LSTM decoder with additive attention over the source;
@@ -84,7 +86,27 @@ AGREEMENT_GRADS = ("own", "both")
 
 # ============================================================================ configs
 @dataclass
-class Seq2SeqTextConfig:
+class DirectionOptions:
+    """Which of the joint model's two directions exist and train (every model of this module)."""
+
+    # true: the forward and the backward model (section 3's joint training); false: the forward
+    # model alone, where nothing reads the backward one (a baseline trained for one direction,
+    # as the paper's OnlyText / + MHCA rows are; half the training). "auto" (the settings' value):
+    # the plan decides per run (mmt_repro.plan.runs: backward_read); built outside the plan, both.
+    backward: bool | str = True
+
+    def check_directions(self):
+        if self.backward == "auto":
+            self.backward = True
+        if not isinstance(self.backward, bool):
+            raise ValueError(f"backward={self.backward!r}; valid: true, false, auto")
+        if not self.backward and getattr(self, "agreement", "none") != "none":
+            raise ValueError(f"agreement={self.agreement!r} regularises both directions against each other: "
+                             "it needs backward: true")
+
+
+@dataclass
+class Seq2SeqTextConfig(DirectionOptions):
     """OnlyText (Yang et al. 2020, Settings)."""
 
     emb_dim: int = 512  # "The size of word embedding is set to 512 ... learned from scratch"
@@ -99,6 +121,7 @@ class Seq2SeqTextConfig:
             raise ValueError(f"hidden={self.hidden} must be even (two encoder directions of hidden / 2)")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout={self.dropout} must be in [0, 1)")
+        self.check_directions()
 
 
 @dataclass
@@ -145,6 +168,7 @@ class Seq2SeqConfig(Seq2SeqTextConfig, AgreementOptions):
     def __post_init__(self):
         Seq2SeqTextConfig.__post_init__(self)
         self.check()
+        self.check_directions()
         if self.damt_gate and (self.beta_gate or self.co_attention):
             raise ValueError("damt_gate is the + Image row's gate (DAMT's): it replaces eq. 17's gate and has no "
                              "co-attention; set beta_gate: false and co_attention: false")
@@ -422,7 +446,15 @@ class _JointModel(MMTModel):
             raise ValueError(f"{type(self).__name__} translates text: it needs a source vocabulary")
         visual = self.uses_visual
         self.fwd = self.direction_cls(config, vocabs.src, vocabs.tgt, visual)
-        self.bwd = self.direction_cls(config, vocabs.tgt, vocabs.src, visual)
+        self.bwd = self.direction_cls(config, vocabs.tgt, vocabs.src, visual) if config.backward else None
+        if not config.backward:
+            self.directions = ("forward",)  # decoding the backward model now fails naming the directions
+
+    def need_backward(self, what: str):
+        if self.bwd is None:
+            raise ValueError(f"{self.registry_name or type(self).__name__} was trained forward only "
+                             f"(model_config backward: false): {what} needs the backward model; "
+                             "retrain with backward: true (or auto, with the job that reads it planned)")
 
     @property
     def opts(self):
@@ -445,6 +477,7 @@ class _JointModel(MMTModel):
     def attention_pair(self, batch: dict) -> tuple[dict, dict, dict]:
         """Teacher forcing of both directions: ``(forward out, backward out, backward batch)``
         where each out has ``nll`` and the per-step ``alpha_src``, ``alpha_img``, ``beta``."""
+        self.need_backward("teacher forcing both directions")
         rev = _reverse_batch(batch, self.vocabs.src.specials, self.vocabs.tgt.specials)
         f = self._teacher(self.fwd, batch, "forward")
         b = self._teacher(self.bwd, rev, "backward")
@@ -455,11 +488,19 @@ class _JointModel(MMTModel):
                                         batch.get("img"), batch.get("img_mask"))
 
     def forward(self, batch: dict) -> dict:
-        f, b, rev = self.attention_pair(batch)
         tgt_sp, src_sp = self.vocabs.tgt.specials, self.vocabs.src.specials
         n_y = (batch["tgt_out"] != tgt_sp.pad).sum()
+        ny = n_y.clamp_min(1)
+        if self.bwd is None:  # the forward model alone (backward: false; no agreement, checked)
+            f = self._teacher(self.fwd, batch, "forward")
+            loss = f.get("loss_sum", f["nll"]) / ny
+            out = {"nll_fwd": f["nll"].detach() / ny}
+            self._beta_out(out, f, batch)
+            out.update(loss=loss, n_tokens=n_y)
+            return out
+        f, b, rev = self.attention_pair(batch)
         n_x = (rev["tgt_out"] != src_sp.pad).sum()
-        ny, nx = n_y.clamp_min(1), n_x.clamp_min(1)
+        nx = n_x.clamp_min(1)
         loss_f = f.get("loss_sum", f["nll"])
         loss_b = b.get("loss_sum", b["nll"])
         loss = loss_f / ny + loss_b / nx
@@ -470,11 +511,14 @@ class _JointModel(MMTModel):
             loss = loss + opts.lambda_fwd * agree_f / ny + opts.lambda_bwd * agree_b / nx
             out["agreement_fwd"] = agree_f.detach() / ny
             out["agreement_bwd"] = agree_b.detach() / nx
-        if "beta" in f:
-            rows = _word_rows(batch["tgt_out"], tgt_sp)
-            out["beta_fwd"] = (f["beta"].detach() * rows).sum() / rows.sum().clamp_min(1)
+        self._beta_out(out, f, batch)
         out.update(loss=loss, n_tokens=n_y)
         return out
+
+    def _beta_out(self, out: dict, f: dict, batch: dict) -> None:
+        if "beta" in f:
+            rows = _word_rows(batch["tgt_out"], self.vocabs.tgt.specials)
+            out["beta_fwd"] = (f["beta"].detach() * rows).sum() / rows.sum().clamp_min(1)
 
     def _agreement(self, batch: dict, rev: dict, f: dict, b: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """The two regularisers (sums over words): forward rows against the backward model's

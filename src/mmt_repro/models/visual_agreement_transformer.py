@@ -35,21 +35,25 @@ from .transformer import (
     TransformerConfig,
     label_smoothed_nll,
 )
-from .visual_agreement import AgreementOptions, _JointModel, _VisualGates, co_attention, fuse
+from .visual_agreement import AgreementOptions, DirectionOptions, _JointModel, _VisualGates, co_attention, fuse
 
 log = logging.getLogger(__name__)
 
 
 # ============================================================================ configs
 @dataclass
-class TransformerTextConfig(TransformerConfig):
+class TransformerTextConfig(TransformerConfig, DirectionOptions):
     """OnlyText Transformer: "the hidden size of multi-head attention layer to 512 and the hidden
     size of the feed-forward layer to 2,048 ... 8 heads ... 6 blocks" (the shared config's base
     model; dropout 0.1 and label smoothing 0.1 are not stated: Vaswani et al.'s)."""
 
+    def __post_init__(self):
+        TransformerConfig.__post_init__(self)
+        self.check_directions()
+
 
 @dataclass
-class TransformerVAConfig(TransformerConfig, AgreementOptions):
+class TransformerVAConfig(TransformerConfig, AgreementOptions, DirectionOptions):
     """The Transformer with the image, co-attention and visual agreement."""
 
     align_layer: int | None = None  # decoder block whose attention is A_{y->v}; None: the resource alignment_layer
@@ -57,6 +61,7 @@ class TransformerVAConfig(TransformerConfig, AgreementOptions):
     def __post_init__(self):
         TransformerConfig.__post_init__(self)
         self.check()
+        self.check_directions()
         if self.align_layer is not None and not 0 <= self.align_layer < self.dec_layers:
             raise ValueError(f"align_layer={self.align_layer} outside 0..{self.dec_layers - 1}")
 

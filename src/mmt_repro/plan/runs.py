@@ -150,6 +150,8 @@ class RunPlan:
             if corpus == "backtranslated":
                 inputs["train_image_list"] = f"{path('backtranslation', paper=paper, dataset=ds, pair=pair)}/images.txt"
         model_config, train_config = settings.for_pair(pair)
+        if model_config.get("backward") == "auto":  # Yang et al.'s joint models
+            model_config = {**model_config, "backward": self.backward_read(paper, system, ds, pair, model_config)}
         stem = path("model", paper=paper, system=system, dataset=ds, pair=pair, seed=w.seed)
         return TrainJob(
             paper=paper, system=system, dataset=ds, pair=pair, seed=int(w.seed),
@@ -160,6 +162,29 @@ class RunPlan:
             best=f"{stem}.best.pt", curve=f"{stem}.curve.tsv", last=f"{stem}.last.pt", record=f"{stem}.job.json",
             device=self.device,
         )
+
+    def backward_read(self, paper, system, dataset, pair, model_config) -> bool:
+        """Does a planned job read the backward (target -> source) model of ``system``'s run on
+        (dataset, pair)? Yes for visual agreement (both directions train against each other), a
+        `reverse_of` system in an enabled table of the reversed pair, an analysis table of the run
+        (VAD force-decodes both directions) and the alignment-block choice on its checkpoint
+        (a `layer.<system>` file that a planned run or table reads). ``backward: auto`` becomes
+        this answer; adding such a table later changes the training job, which then re-runs."""
+        if model_config.get("agreement", "none") != "none":
+            return True
+        rev, marker = reversed_pair(pair), f"/layer.{system}.seed"
+        tables = [t for p, _, t in self.enabled if p == paper and t["dataset"] == dataset]
+        for t in tables:
+            if t["pair"] == rev and any(self.system_settings(paper, s).reverse_of == system for s in t["systems"]):
+                return True
+            if t["pair"] == pair and t.get("kind") == "analysis" and system in t["systems"]:
+                return True
+            if t["pair"] == pair and any(marker in str(v) for v in (t.get("files") or {}).values()):
+                return True
+        # a run on (dataset, pair) whose resource is this run's block choice (Transformer agreement)
+        here = {s for t in tables if t["pair"] == pair for s in t["systems"]}
+        here |= {self.system_settings(paper, s).reverse_of for t in tables if t["pair"] == rev for s in t["systems"]}
+        return any(marker in str(v) for s in here if s for v in self.system_settings(paper, s).resources.values())
 
     def train_inputs(self, wildcards) -> dict:
         return self.train_job(wildcards).files()
