@@ -166,9 +166,8 @@ class Seq2SeqConfig(Seq2SeqTextConfig, AgreementOptions):
     damt_gate: bool = False
 
     def __post_init__(self):
-        Seq2SeqTextConfig.__post_init__(self)
+        Seq2SeqTextConfig.__post_init__(self)  # checks the directions too
         self.check()
-        self.check_directions()
         if self.damt_gate and (self.beta_gate or self.co_attention):
             raise ValueError("damt_gate is the + Image row's gate (DAMT's): it replaces eq. 17's gate and has no "
                              "co-attention; set beta_gate: false and co_attention: false")
