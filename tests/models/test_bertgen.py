@@ -1,7 +1,7 @@
 """BertGen (Mitzalis et al. 2021): the input stream and its layout, the geometric embedding by
 hand, sequence unrolling and the multi-task mix, packing (same losses), batched [MASK]-shift
 decoding equal to one-by-one, the VL-BERT/M-BERT key tables (every key used, none left over) and
-the hybrid initialisation, overfitting, checkpoint round trip. Tiny random BertConfigs and a tiny
+the hybrid initialisation, overfitting, checkpoint round trip. Tiny random configs and a tiny
 WordPiece vocabulary; nothing is downloaded."""
 
 from __future__ import annotations

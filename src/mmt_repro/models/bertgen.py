@@ -4,8 +4,9 @@ ImperialNLP/BertGen (VL-BERT's code with a generation module).
 
 One registered model, ``bertgen.bertgen``: a single BERT (no encoder/decoder split) that reads
 one stream ``[TO_XX] [CLS] x [SEP] y_<t [MASK] [SEP]``, then the RoI features of the image, then
-``[END]``, and predicts ``y_t`` at the ``[MASK]`` slot. The Transformer is Hugging Face's
-``BertEncoder`` (SDPA attention; nothing of BERT is written here); this module adds VL-BERT's
+``[END]``, and predicts ``y_t`` at the ``[MASK]`` slot. The Transformer is BERT's encoder in
+:mod:`~mmt_repro.models.bert` (Hugging Face's ``BertEncoder`` module for module, SDPA
+attention; nothing of BertGen is in it); this module adds VL-BERT's
 visual-linguistic embeddings, the MLM head on the masked slot, the hybrid initialisation, the
 packed training layout and the [MASK]-shift greedy decoding.
 
@@ -33,7 +34,7 @@ seq_len cap (not       :class:`Stream` with ``image_seq_len`` (the authors' 64):
 stated; code)          task's example keeps the text + region positions of
                        :func:`~mmt_repro.text.positions.seq_len_cap`, regions cut first; a cut
                        text loses its [MASK], and its label is ignored (:data:`IGNORE`)
-MLM head               :meth:`BertGen.predict`: ``logits = W_E T(h_mask) + b`` (HF's
+MLM head               :meth:`BertGen.predict`: ``logits = W_E T(h_mask) + b`` (BERT's
                        ``BertPredictionHeadTransform``, output tied to the word embeddings)
 decoding               :meth:`BertGen.search`: put the argmax into the [MASK] slot, shift
                        [MASK] right, stop at ``[STOP]`` (our ``<eos>``) or after ``max_len``
@@ -63,6 +64,7 @@ import torch.nn.functional as F
 
 from ..text.positions import seq_len_cap
 from .base import MMTModel, Vocabs, length_limits
+from .bert import Encoder, PredictionHeadTransform
 from .bertgen_convert import load_pretrained
 from .registry import register
 
@@ -110,7 +112,7 @@ class BertGenConfig:
     lang_tokens: dict = field(default_factory=lambda: dict(LANG_TOKENS))  # language -> specifier token
     pack_len: int = 0  # training rows packed with several unrolled examples up to this length (0: one per row)
     epoch_examples: int = 0  # an epoch = this many reference-task examples (0: one pass, the paper's epoch)
-    use_sdpa: bool = True  # HF's SDPA attention (FlashAttention/memory-efficient kernels on GPU); else eager
+    use_sdpa: bool = True  # SDPA attention (FlashAttention/memory-efficient kernels on GPU); else plain ops
 
     def visual_ln_scales(self) -> tuple[float, float]:
         """Initial scales ``(text, object)`` of the two visual LayerNorms."""
@@ -332,9 +334,6 @@ class BertGen(MMTModel):
 
     def __init__(self, config: BertGenConfig, vocabs: Vocabs, resources: dict[str, Path] | None = None):
         super().__init__(config, vocabs, resources)
-        from transformers import BertConfig
-        from transformers.models.bert.modeling_bert import BertEncoder, BertPredictionHeadTransform
-
         c = config
         if vocabs.src is not None and vocabs.src.size != vocabs.tgt.size:
             raise ValueError(f"BertGen reads and writes one WordPiece vocabulary; source has {vocabs.src.size} "
@@ -347,12 +346,6 @@ class BertGen(MMTModel):
         self.cls_id, self.sep_id, self.mask_id = (reserved[t] for t in NEEDED)
         self.lang_ids = {lang: reserved[tok] for lang, tok in c.lang_tokens.items() if tok in reserved}
         V, H = vocabs.tgt.size, c.hidden_size
-        self.hf_config = BertConfig(
-            vocab_size=V, hidden_size=H, num_hidden_layers=c.num_layers, num_attention_heads=c.num_heads,
-            intermediate_size=c.ffn_size, hidden_dropout_prob=c.dropout, attention_probs_dropout_prob=c.attention_dropout,
-            max_position_embeddings=c.max_positions, type_vocab_size=3, initializer_range=c.init_std,
-            attn_implementation="sdpa" if c.use_sdpa else "eager",
-        )
         # Names follow VL-BERT's modules, so that the key tables below read one to one.
         self.word_embeddings = nn.Embedding(V, H)
         self.position_embeddings = nn.Embedding(c.max_positions, H)
@@ -364,8 +357,8 @@ class BertGen(MMTModel):
         self.object_linguistic_embeddings = nn.Embedding(1, H)  # the [IMG] word of region positions
         self.visual_ln_text = nn.LayerNorm(H, eps=1e-12)
         self.visual_ln_object = nn.LayerNorm(H, eps=1e-12)
-        self.encoder = BertEncoder(self.hf_config)
-        self.mlm_transform = BertPredictionHeadTransform(self.hf_config)
+        self.encoder = Encoder(H, c.num_layers, c.num_heads, c.ffn_size, c.dropout, c.attention_dropout, c.use_sdpa)
+        self.mlm_transform = PredictionHeadTransform(H)
         self.mlm_bias = nn.Parameter(torch.zeros(V))
         self._init_random()
         self.stream = Stream(self.cls_id, self.sep_id, self.mask_id, self.specials.pad, self.specials.eos,
@@ -461,16 +454,9 @@ class BertGen(MMTModel):
         return (same | eye).unsqueeze(1)
 
     def hidden(self, lay: Layout, obj: torch.Tensor | None) -> torch.Tensor:
-        """Hidden states at the [MASK] positions ``(examples, H)``. SDPA takes the boolean mask
-        (True = attend); HF's eager attention *adds* its mask to the scores, so there the masked
-        keys get ``finfo.min`` (a softmax weight of exactly 0, as SDPA's boolean mask gives): a
-        boolean mask added as 1/0 would leave padding and other examples' keys visible."""
-        emb = self.embed(lay, obj)
-        mask = self.attention_mask(lay)
-        if not self.config.use_sdpa:
-            mask = torch.zeros(mask.shape, dtype=emb.dtype, device=mask.device).masked_fill(
-                ~mask, torch.finfo(emb.dtype).min)
-        h = self.encoder(emb, mask).last_hidden_state
+        """Hidden states at the [MASK] positions ``(examples, H)`` (the boolean mask, True =
+        attend; without SDPA the encoder adds it to the scores as 0 / ``finfo.min``)."""
+        h = self.encoder(self.embed(lay, obj), self.attention_mask(lay))
         return h[lay.mask_rows, lay.mask_cols]
 
     def predict(self, h: torch.Tensor) -> torch.Tensor:
