@@ -61,12 +61,13 @@ class SelfAttention(nn.Module):
         return out.transpose(1, 2).reshape(*x.shape[:-1], -1)
 
 
-class SelfOutput(nn.Module):
-    """``LayerNorm(x + dropout(W h))`` after the attention (``BertSelfOutput``)."""
+class ResidualOutput(nn.Module):
+    """``LayerNorm(x + dropout(W h))``: the block after the attention (``BertSelfOutput``,
+    ``in_dim`` = hidden) and after the feed-forward layer (``BertOutput``, ``in_dim`` = ffn)."""
 
-    def __init__(self, hidden: int, dropout: float):
+    def __init__(self, in_dim: int, hidden: int, dropout: float):
         super().__init__()
-        self.dense = nn.Linear(hidden, hidden)
+        self.dense = nn.Linear(in_dim, hidden)
         self.LayerNorm = nn.LayerNorm(hidden, eps=LN_EPS)
         self.dropout = nn.Dropout(dropout)
 
@@ -80,7 +81,7 @@ class Attention(nn.Module):
     def __init__(self, hidden: int, heads: int, dropout: float, attention_dropout: float, sdpa: bool):
         super().__init__()
         self.self = SelfAttention(hidden, heads, attention_dropout, sdpa)
-        self.output = SelfOutput(hidden, dropout)
+        self.output = ResidualOutput(hidden, hidden, dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         return self.output(self.self(x, mask), x)
@@ -97,19 +98,6 @@ class Intermediate(nn.Module):
         return F.gelu(self.dense(x))
 
 
-class Output(nn.Module):
-    """``LayerNorm(x + dropout(W h))`` after the feed-forward layer (``BertOutput``)."""
-
-    def __init__(self, ffn: int, hidden: int, dropout: float):
-        super().__init__()
-        self.dense = nn.Linear(ffn, hidden)
-        self.LayerNorm = nn.LayerNorm(hidden, eps=LN_EPS)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, h: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(self.dropout(self.dense(h)) + residual)
-
-
 class Layer(nn.Module):
     """One Transformer block (``BertLayer``): attention, then feed-forward, each post-LN."""
 
@@ -117,7 +105,7 @@ class Layer(nn.Module):
         super().__init__()
         self.attention = Attention(hidden, heads, dropout, attention_dropout, sdpa)
         self.intermediate = Intermediate(hidden, ffn)
-        self.output = Output(ffn, hidden, dropout)
+        self.output = ResidualOutput(ffn, hidden, dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         a = self.attention(x, mask)
