@@ -192,6 +192,24 @@ def test_text_scale_zero_keeps_the_image_off_text_positions(vocab, tmp_path):
     assert not torch.allclose(a[region], b[region])
 
 
+def test_region_dropout_is_vlberts_by_default_and_configurable(vocab):
+    """The regions' [box; RoI] input is dropped at VL-BERT's fixed p = 0.1 unless the config says
+    otherwise: at 0 two training-mode passes give the same region vectors, at 0.1 they differ;
+    probabilities outside [0, 1) are named."""
+    img, geo = torch.randn(3, 5, TINY["img_dim"]), torch.rand(3, 5, 6)
+    default = tiny(vocab).train()
+    assert default.obj_downsample[0].p == 0.1
+    assert not torch.equal(default.regions(img, geo), default.regions(img, geo))
+    off = tiny(vocab, region_dropout=0.0).train()
+    assert off.obj_downsample[0].p == 0.0
+    assert torch.equal(off.regions(img, geo), off.regions(img, geo))
+    # the same weights: with p = 0 in training mode the regions equal the default's in eval mode
+    assert torch.equal(off.regions(img, geo), default.eval().regions(img, geo))
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ValueError, match="region_dropout"):
+            tiny(vocab, region_dropout=bad)
+
+
 # ----------------------------------------------------------------------------- unrolling
 
 

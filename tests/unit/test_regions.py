@@ -49,10 +49,12 @@ def test_region_store_batch_and_masks_match_rows(tmp_path):
     feats[np.arange(K)[None, :] >= n_boxes[:, None]] = 0
     npy, boxes, index = tmp_path / "r.npy", tmp_path / "r.boxes.npy", tmp_path / "r.index.parquet"
     np.save(npy, feats)
-    np.save(boxes, np.zeros((len(n_boxes), K, 4), dtype=np.float32))
+    xy = rng.uniform(0, 30, size=(len(n_boxes), K, 2)).astype(np.float32)
+    np.save(boxes, np.concatenate([xy, xy + rng.uniform(1, 30, size=xy.shape).astype(np.float32)], axis=-1))
     names = [f"im{i}.jpg" for i in range(len(n_boxes))]
+    width, height = np.array([64, 80, 64, 50, 96]), np.array([48, 60, 48, 70, 32])
     write_index(index, names, {"kind": "regions", "shape": [len(n_boxes), K, D]},
-                columns={"n_boxes": n_boxes, "width": np.full(5, 64), "height": np.full(5, 48)})
+                columns={"n_boxes": n_boxes, "width": width, "height": height})
     for store in (FeatureStore(npy, index), RegionStore(npy, boxes, index)):
         for rows in ([4, 0, 2, 0, 3], [1], list(range(5))):
             x, m = store.batch(rows)
@@ -64,6 +66,15 @@ def test_region_store_batch_and_masks_match_rows(tmp_path):
             np.testing.assert_array_equal(store.masks(rows), want)
             np.testing.assert_array_equal(m.sum(axis=1), n_boxes[rows])
         assert not store.masks([2]).any() and store.masks([1]).all()
+    # the batched geometry read: every row's geometry bit for bit (its own image size), padding zero
+    rs = RegionStore(npy, boxes, index)
+    G = rs.geometries([4, 0, 2, 0, 3])
+    assert G.dtype == np.float32 and G.shape == (5, K, 6)
+    np.testing.assert_array_equal(G, np.stack([rs.geometry(r) for r in [4, 0, 2, 0, 3]]))
+    b = np.load(boxes)[3, 1]
+    np.testing.assert_allclose(G[4, 1], [b[0] / 50, b[1] / 70, b[2] / 50, b[3] / 70, (b[2] - b[0]) / 50,
+                                         (b[3] - b[1]) / 70], rtol=1e-6)
+    assert (G[4, 3:] == 0).all() and (G[2] == 0).all() and (G[0, 1:] == 0).all()
 
 def test_select_boxes_top_k_and_confidence_range():
     conf = torch.tensor([0.1, 0.5, 0.3, 0.25, 0.05])

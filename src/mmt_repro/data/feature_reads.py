@@ -24,7 +24,10 @@ def read_feature_rows(store, rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 def read_geometry_rows(store, rows: list[int]) -> np.ndarray:
     """``(len(rows), L, 6)`` float32 normalised box geometry of a region store's rows
-    (:meth:`~mmt_repro.features.store.RegionStore.geometry`; zeros in padded slots)."""
+    (:meth:`~mmt_repro.features.store.RegionStore.geometry`; zeros in padded slots), read at
+    once where the store can (:meth:`~mmt_repro.features.store.RegionStore.geometries`)."""
+    if hasattr(store, "geometries"):
+        return store.geometries(rows)
     return np.stack([np.asarray(store.geometry(r), dtype=np.float32) for r in rows])
 
 

@@ -91,6 +91,9 @@ class BertGenConfig:
     max_positions: int = 512  # not stated: VL-BERT/M-BERT max_position_embeddings
     img_dim: int = 2048  # RoI feature size ("2048-dimensional RoI features", BUTD)
     coord_freqs: int = 256  # sin/cos frequencies per box coordinate (VL-BERT: 4 x 2 x 256 = 2048)
+    # not stated: dropout on each region's [box; RoI feature] before its projection (VL-BERT's
+    # FastRCNN.obj_downsample, Dropout(p=0.1) written into its code, apart from hidden_dropout_prob)
+    region_dropout: float = 0.1
     # slot 0 = the whole image: "store" (the feature store holds it, e.g. full_image: true), or
     # "mean" (prepended as the mean of the regions, box = the image; BertGen's code for BUTD)
     full_image: str = "mean"
@@ -126,6 +129,9 @@ class BertGenConfig:
             raise ValueError(f"init={self.init!r}: valid values are 'random', 'visual' and 'hybrid'")
         if self.image_seq_len < 0:
             raise ValueError(f"image_seq_len={self.image_seq_len}: 0 (off) or the positions kept")
+        for name in ("dropout", "attention_dropout", "region_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name}={getattr(self, name)}: a dropout probability in [0, 1)")
         if self.hidden_size % self.num_heads:
             raise ValueError(f"hidden_size {self.hidden_size} is not a multiple of num_heads {self.num_heads}")
 
@@ -353,7 +359,7 @@ class BertGen(MMTModel):
         self.end_embedding = nn.Embedding(1, H)
         self.embedding_LayerNorm = nn.LayerNorm(H, eps=1e-12)
         self.embedding_dropout = nn.Dropout(c.dropout)
-        self.obj_downsample = nn.Sequential(nn.Dropout(0.1), nn.Linear(8 * c.coord_freqs + c.img_dim, H), nn.ReLU())
+        self.obj_downsample = nn.Sequential(nn.Dropout(c.region_dropout), nn.Linear(8 * c.coord_freqs + c.img_dim, H), nn.ReLU())
         self.object_linguistic_embeddings = nn.Embedding(1, H)  # the [IMG] word of region positions
         self.visual_ln_text = nn.LayerNorm(H, eps=1e-12)
         self.visual_ln_object = nn.LayerNorm(H, eps=1e-12)
