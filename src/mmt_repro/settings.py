@@ -123,7 +123,7 @@ def make_train_config(values: dict | None) -> TrainConfig:
 
 
 
-METRICS = ("bleu", "bleu_lc", "meteor", "chrf3", "ter", "cider")
+METRICS = ("bleu", "bleu_lc", "bleu_1ref", "meteor", "chrf3", "ter", "cider")
 BLEU_TOKENIZERS = ("none", "13a", "intl", "zh", "char")
 
 
@@ -151,7 +151,7 @@ class DecodeSettings:
 class ScoringSettings:
     """How a paper scores its translations."""
 
-    metrics: list[str] = field(default_factory=lambda: ["bleu"])  # of: bleu, bleu_lc, meteor, chrf3, ter, cider
+    metrics: list[str] = field(default_factory=lambda: ["bleu"])  # of: bleu, bleu_lc, bleu_1ref, meteor, chrf3, ter, cider
     tokenize: str = "none"  # sacreBLEU tokeniser; none = the text is tokenised already (multi-bleu style)
     bleu_compat: str = "multi-bleu"  # multi-bleu (multi-bleu.perl-compatible) | sacrebleu
     meteor_lang: str | None = None  # METEOR language; None = the target language

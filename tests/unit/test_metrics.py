@@ -107,6 +107,25 @@ def test_bleu_lc_is_lowercased_bleu_beside_the_cased_one(compat):
     assert set(both) == {"bleu", "bleu_lc"}
 
 
+def test_bleu_1ref_is_the_mean_of_single_reference_bleus_by_hand():
+    """``bleu_1ref`` (BertGen's footnote 7): BLEU against each reference alone, averaged. One
+    sentence, two references, computed by hand: against ``ref1`` 67.32 (6/6, 4/5, 3/4, 2/3,
+    BP exp(1 - 7/6), as above), against ``ref2`` 100; the mean is below the two-reference BLEU
+    (100: the hypothesis is ``ref2``). With one reference the metric is not written."""
+    hyp = "the cat sat on the mat"
+    ref1, ref2 = "the cat sat on the red mat", "the cat sat on the mat"
+    first = 100 * math.exp(1 - 7 / 6) * (6 / 6 * 4 / 5 * 3 / 4 * 2 / 3) ** 0.25
+    for compat in ("multi-bleu", "sacrebleu"):
+        s = corpus_scores([hyp], [[ref1], [ref2]], metrics=["bleu", "bleu_1ref"], tokenize="none", bleu_compat=compat)
+        assert s["bleu_1ref"]["details"]["per_reference"] == pytest.approx([first, 100.0], abs=1e-9)
+        assert s["bleu_1ref"]["value"] == pytest.approx((first + 100.0) / 2, abs=1e-9)
+        assert s["bleu"]["value"] == pytest.approx(100.0)
+        assert s["bleu_1ref"]["signature"].startswith("mean-of-2-single-ref|")
+        assert "nrefs:1|" in s["bleu_1ref"]["signature"]
+    single = corpus_scores([hyp], [[ref1]], metrics=["bleu", "bleu_1ref"], tokenize="none")
+    assert set(single) == {"bleu"}
+
+
 # --------------------------------------------------------------------------- chrF and TER by hand
 
 
