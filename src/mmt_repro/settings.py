@@ -151,7 +151,7 @@ class DecodeSettings:
 class ScoringSettings:
     """How a paper scores its translations."""
 
-    metrics: list[str] = field(default_factory=lambda: ["bleu"])  # of: bleu, bleu_lc, bleu_1ref, meteor, chrf3, ter, cider
+    metrics: list[str] = field(default_factory=lambda: ["bleu"])  # of METRICS
     tokenize: str = "none"  # sacreBLEU tokeniser; none = the text is tokenised already (multi-bleu style)
     bleu_compat: str = "multi-bleu"  # multi-bleu (multi-bleu.perl-compatible) | sacrebleu
     meteor_lang: str | None = None  # METEOR language; None = the target language

@@ -359,7 +359,8 @@ class BertGen(MMTModel):
         self.end_embedding = nn.Embedding(1, H)
         self.embedding_LayerNorm = nn.LayerNorm(H, eps=1e-12)
         self.embedding_dropout = nn.Dropout(c.dropout)
-        self.obj_downsample = nn.Sequential(nn.Dropout(c.region_dropout), nn.Linear(8 * c.coord_freqs + c.img_dim, H), nn.ReLU())
+        self.obj_downsample = nn.Sequential(nn.Dropout(c.region_dropout), nn.Linear(8 * c.coord_freqs + c.img_dim, H),
+                                            nn.ReLU())
         self.object_linguistic_embeddings = nn.Embedding(1, H)  # the [IMG] word of region positions
         self.visual_ln_text = nn.LayerNorm(H, eps=1e-12)
         self.visual_ln_object = nn.LayerNorm(H, eps=1e-12)
