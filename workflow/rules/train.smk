@@ -19,6 +19,9 @@ rule train_model:
     # run's longest job (BertGen's 13-task run, ~287 H100-hours) needs 8 attempts of 48 h
     # (`python -m mmt_repro plan`, "tries"); without a cap: the global --retries (None).
     retries: PLAN.train_retries()
+    # A training that left a .last.pt goes first: a re-run on fewer cores than trainings resumes
+    # what it had begun before starting new ones (mmt_repro.plan.runs.train_priority).
+    priority: PLAN.train_priority
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("train")
     # host memory >= the feature stores it maps + the model + a margin; runtime >= the estimate

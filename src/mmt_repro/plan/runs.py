@@ -4,6 +4,8 @@ whose ``to_dict()`` is the rule's single ``job`` param."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..settings import as_plain
 from .base import is_captioning
 from .jobs import AnalyseJob, ScoreJob, TrainJob, TranslateJob
@@ -191,6 +193,15 @@ class RunPlan:
 
     def train_params(self, wildcards) -> dict:
         return self.train_job(wildcards).to_dict()
+
+    def train_priority(self, wildcards) -> int:
+        """train_model's priority: 1 for a training that left a ``.last.pt`` (stopped by a signal,
+        a time cap or a session's end), 0 for one not yet started. Snakemake runs the higher first,
+        so on a machine with fewer cores than trainings a re-run resumes what it had begun before
+        it starts anything new (paths are relative to the run folder, Snakemake's working dir)."""
+        stem = path("model", paper=wildcards.paper, system=wildcards.system, dataset=wildcards.dataset,
+                    pair=wildcards.pair, seed=wildcards.seed)
+        return int(Path(f"{stem}.last.pt").exists())
 
     # ------------------------------------------------------------------ decoding
     def decode_settings(self, wildcards) -> dict:
