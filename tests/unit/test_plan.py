@@ -24,7 +24,7 @@ from mmt_repro.plan import (
     job_from_dict,
 )
 from mmt_repro.plan.jobs import JOB_KINDS
-from mmt_repro.plan.version import JOB_CODE, closure
+from mmt_repro.plan.version import JOB_CODE, closure, model_modules, train_code_version
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -267,6 +267,55 @@ def test_code_version_follows_the_code_a_job_runs(tmp_path):
     after = {k: code_version(*v, root=root) for k, v in JOB_CODE.items()}
     assert after["score"] != before["score"]
     assert after["train"] == before["train"] and after["table"] == before["table"]
+
+
+def test_an_edit_to_one_papers_model_reruns_that_papers_trainings_only(tmp_path, full):
+    """A training's code version hashes the trainer and its own model's module (with what that
+    imports), not every model: editing bertgen.py changes BertGen's trainings, not Hirasawa et
+    al.'s; editing layers.py (which emb_pred imports, BertGen does not) the reverse; editing the
+    trainer both. The rule-level version (every model) changes on any of them."""
+    assert model_modules()["emb_pred.ours_text"] == "mmt_repro.models.emb_pred"
+    assert model_modules()["visual_agreement.transformer"] == "mmt_repro.models.visual_agreement_transformer"
+    from mmt_repro.models import available  # the registry (imports torch) agrees with the source scan
+
+    assert set(model_modules()) == set(available())
+    root = tmp_path / "mmt_repro"
+    shutil.copytree(REPO / "src" / "mmt_repro", root, ignore=shutil.ignore_patterns("__pycache__"))
+    models = ("emb_pred.nmt", "bertgen.bertgen", "visual_agreement.transformer")
+
+    def versions():
+        code_version.cache_clear()
+        closure.cache_clear()
+        return {m: train_code_version(m, root=root) for m in models}, code_version(*JOB_CODE["train"], root=root)
+
+    def edit(rel):
+        with (root / rel).open("a") as fh:
+            fh.write("\n\ndef _edited():\n    return 1\n")
+
+    start, whole = versions()
+    assert len(set(start.values())) == 3 and whole not in start.values()
+    edit("models/bertgen.py")
+    after, whole2 = versions()
+    assert after["bertgen.bertgen"] != start["bertgen.bertgen"] and whole2 != whole
+    assert after["emb_pred.nmt"] == start["emb_pred.nmt"]
+    assert after["visual_agreement.transformer"] == start["visual_agreement.transformer"]
+    edit("models/layers.py")  # emb_pred and Yang's seq2seq (imported by the Transformer variant) use it
+    again, _ = versions()
+    assert again["emb_pred.nmt"] != after["emb_pred.nmt"]
+    assert again["visual_agreement.transformer"] != after["visual_agreement.transformer"]
+    assert again["bertgen.bertgen"] == after["bertgen.bertgen"]
+    edit("train/trainer.py")
+    last, _ = versions()
+    assert all(last[m] != again[m] for m in models)
+    code_version.cache_clear()
+    closure.cache_clear()
+    # the plan's param for a job is its model's version; an unknown model is named
+    job = full.train_job(W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1"))
+    assert full.train_code(W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1")) \
+        == train_code_version(job.model) == train_code_version("emb_pred.nmt")
+    assert "code=PLAN.train_code" in (REPO / "workflow" / "rules" / "train.smk").read_text()
+    with pytest.raises(ValueError, match="registers model 'emb_pred.nope'"):
+        train_code_version("emb_pred.nope")
 
 
 def test_translate_job_of_dump_attention_writes_no_stats(smoke):

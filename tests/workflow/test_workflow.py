@@ -343,9 +343,8 @@ def test_every_row_names_its_runs_and_each_run_its_job(smoke_run):
     model (its registry key and resolved config); reverse_of rows name the forward checkpoint."""
     import json
 
-    from mmt_repro.plan.version import JOB_CODE, code_version
+    from mmt_repro.plan.version import train_code_version
 
-    train_code = code_version(*JOB_CODE["train"])
     table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
     ours = table[(table["ours"] != "") & (table["table"] != "grounded_vad")]
     translation_rows = ours[~ours["metric"].str.startswith(("vad", "beta", "retrieval", "rare", "direction"))]
@@ -357,7 +356,7 @@ def test_every_row_names_its_runs_and_each_run_its_job(smoke_run):
             assert record["job"]["kind"] == "train" and record["job"]["best"] == checkpoint
             assert record["model_config_resolved"] and record["settings_hash"]
             # the rule's `code` param as planned (run_job.py passes it; recomputing cost each job ~0.7 s)
-            assert record["code_version"] == train_code
+            assert record["code_version"] == train_code_version(record["job"]["model"])
     bwd = table[(table["paper"] == "visual_agreement") & (table["system"] == "soft_bwd") & (table["ours"] != "")]
     assert set(bwd["runs"]) == {"results/models/visual_agreement/soft/grounded.en-de.seed1.best.pt"}
 

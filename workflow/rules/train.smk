@@ -1,6 +1,7 @@
 # Training: one rule for every model of every paper, through the shared trainer. The job object
 # (mmt_repro.plan.TrainJob) gives the inputs and the one `job` param; `code` is the hash of the
-# package code it runs (a change there re-runs it). The job record lands beside the checkpoint.
+# package code it runs, the trainer and its own model's module (a change there re-runs it). The
+# job record lands beside the checkpoint.
 
 
 rule train_model:
@@ -33,7 +34,7 @@ rule train_model:
         gpu=PLAN.gpu_count,
     params:
         job=PLAN.train_params,
-        code=code("train"),
+        code=PLAN.train_code,  # the trainer and this job's own model module (not every paper's)
     script:
         "../scripts/run_job.py"
 

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from ..plan.jobs import Job
-from ..plan.version import JOB_CODE, code_version
+from ..plan.version import JOB_CODE, code_version, train_code_version
 
 # The code version the plan computed for this process's job (the rule's `code` param, the string
 # Snakemake compares to decide a re-run), set by :func:`mmt_repro.execute.run_job`. Recomputing it
@@ -46,12 +46,17 @@ def git_commit(repo: Path | None = None) -> str | None:
     return f"{head}+dirty" if dirty else head
 
 
+def _code_version(job: Job) -> str:
+    """The code version the plan gives this job (the rule's `code` param)."""
+    return train_code_version(job.model) if job.kind == "train" else code_version(*JOB_CODE[job.kind])
+
+
 def provenance(job: Job) -> dict:
     """What produced an output: the job, the code and the settings, by hash."""
     return {
         "job": job.to_dict(),
         "settings_hash": job.settings_hash(),
-        "code_version": _planned_code or code_version(*JOB_CODE[job.kind]),
+        "code_version": _planned_code or _code_version(job),
         "git_commit": git_commit(),
     }
 

@@ -10,6 +10,7 @@ from ..settings import as_plain
 from .base import is_captioning
 from .jobs import AnalyseJob, ScoreJob, TrainJob, TranslateJob
 from .paths import path, reversed_pair
+from .version import train_code_version
 
 RUN_KEYS = ("paper", "system", "dataset", "split", "pair", "seed", "condition", "analysis")
 
@@ -193,6 +194,12 @@ class RunPlan:
 
     def train_params(self, wildcards) -> dict:
         return self.train_job(wildcards).to_dict()
+
+    def train_code(self, wildcards) -> str:
+        """train_model's `code` param: the trainer's code and the job's own model's module
+        (:func:`~mmt_repro.plan.version.train_code_version`), so an edit to one paper's model
+        re-runs that paper's trainings only."""
+        return train_code_version(self.train_job(wildcards).model)
 
     def train_priority(self, wildcards) -> int:
         """train_model's priority: 1 for a training that left a ``.last.pt`` (stopped by a signal,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,6 +30,8 @@ JOB_CODE = {
     "backtranslation": ("mmt_repro.execute.backtranslation",),
 }
 ROOT = Path(__file__).resolve().parents[1]  # src/mmt_repro, the package jobs import
+MODELS = f"{PACKAGE}.models"
+_REGISTER = re.compile(r"""@register\(\s*["']([^"']+)["']""")
 
 
 def package_version() -> str:
@@ -50,8 +53,21 @@ def _module_file(name: str, root: Path) -> Path | None:
     return None
 
 
-def _imports(name: str, file: Path, root: Path) -> set[str]:
-    """Package modules that ``name`` imports anywhere in its source (functions included)."""
+@lru_cache(maxsize=None)
+def model_modules(root: Path = ROOT) -> dict[str, str]:
+    """Registry key -> the module of ``mmt_repro.models`` that registers it (``@register("key",
+    ...)``), read from the source: torch-free, like the rest of the plan."""
+    found = {}
+    for file in sorted((root / "models").glob("*.py")):
+        for key in _REGISTER.findall(file.read_text(encoding="utf-8")):
+            found[key] = f"{MODELS}.{file.stem}"
+    return found
+
+
+def _imports(name: str, file: Path, root: Path, cut_models: bool = False) -> set[str]:
+    """Package modules that ``name`` imports anywhere in its source (functions included).
+    ``cut_models``: the models package's ``__init__`` does not bring the model modules it
+    imports to register them (a training's code is its own model's module, added by name)."""
     tree = ast.parse(file.read_text(encoding="utf-8"))
     is_pkg = file.name == "__init__.py"
     here = name.split(".") if is_pkg else name.split(".")[:-1]
@@ -72,13 +88,16 @@ def _imports(name: str, file: Path, root: Path) -> set[str]:
     # a module's parent packages run first (their __init__)
     parts = name.split(".")
     found.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    if cut_models and name == MODELS:
+        found -= set(model_modules(root).values())
     return {m for m in found if _module_file(m, root) is not None}
 
 
 @lru_cache(maxsize=None)
-def closure(entries: tuple[str, ...], root: Path = ROOT) -> tuple[str, ...]:
+def closure(entries: tuple[str, ...], root: Path = ROOT, cut_models: bool = False) -> tuple[str, ...]:
     """Every package module that the entry modules import, transitively (sorted), the entries
-    included; a subpackage named as an entry brings all its modules (e.g. the model registry's)."""
+    included; a subpackage named as an entry brings all its modules (e.g. the model registry's).
+    ``cut_models``: see :func:`_imports`."""
     todo, seen = [], set()
     for entry in entries:
         file = _module_file(entry, root)
@@ -92,15 +111,28 @@ def closure(entries: tuple[str, ...], root: Path = ROOT) -> tuple[str, ...]:
         if name in seen:
             continue
         seen.add(name)
-        todo.extend(_imports(name, _module_file(name, root), root) - seen)
+        todo.extend(_imports(name, _module_file(name, root), root, cut_models) - seen)
     return tuple(sorted(seen))
 
 
 @lru_cache(maxsize=None)
-def code_version(*entries: str, root: Path = ROOT) -> str:
+def code_version(*entries: str, root: Path = ROOT, cut_models: bool = False) -> str:
     """``<package version>+<12 hex digits>``: the hash of the source of ``closure(entries)``."""
     digest = hashlib.sha256()
-    for name in closure(tuple(entries), root):
+    for name in closure(tuple(entries), root, cut_models):
         digest.update(name.encode())
         digest.update(_module_file(name, root).read_bytes())
     return f"{package_version()}+{digest.hexdigest()[:12]}"
+
+
+def train_code_version(model: str, root: Path = ROOT) -> str:
+    """The code version of one training: the trainer's code and its own model's module (what that
+    imports included), not the other papers' models. An edit to BertGen re-runs BertGen's
+    trainings, not Hirasawa et al.'s; an edit to the trainer, the shared layers or the registry
+    re-runs them all (and the models package's ``__init__``, which lists the models, is hashed)."""
+    module = model_modules(root).get(model)
+    if module is None:
+        raise ValueError(f"no module of {MODELS} registers model {model!r} "
+                         f"(known: {', '.join(sorted(model_modules(root)))})")
+    entries = tuple(e for e in JOB_CODE["train"] if e != MODELS) + (module,)
+    return code_version(*entries, root=root, cut_models=True)
