@@ -58,3 +58,21 @@ def test_a_job_starts_without_the_planning_layer(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []
     assert json.loads((tmp_path / "score.json").read_text())["scores"]["bleu"]["value"] == pytest.approx(100.0)
+
+
+def test_a_training_outside_snakemake_records_its_own_models_code_version():
+    """A training run without a rule (benchmarks/gpu_paper_run.py) records what train_model's
+    `code` param would be: the trainer and its own model's module, not every model's."""
+    from pathlib import Path
+    from types import SimpleNamespace as W
+
+    from mmt_repro.config import load_yaml
+    from mmt_repro.plan import Plan
+    from mmt_repro.plan.version import train_code_version
+
+    repo = Path(__file__).resolve().parents[2]
+    w = W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1")
+    plan = Plan(load_yaml(repo / "config" / "config.yaml"), repo)
+    job = plan.train_job(w)
+    assert provenance(job)["code_version"] == plan.train_code(w) == train_code_version("emb_pred.nmt")
+    assert provenance(job)["code_version"] != code_version(*JOB_CODE["train"])
