@@ -162,6 +162,19 @@ def _plan(args) -> int:
     return 0
 
 
+def _progress(args) -> int:
+    from .config import deep_update, load_yaml
+    from .plan import Plan
+    from .plan.progress import format_progress, progress
+
+    config = load_yaml(Path("config/config.yaml"))
+    for f in args.configfile or []:
+        config = deep_update(config, load_yaml(Path(f)))
+    plan = Plan(config, Path("."))
+    print(format_progress(progress(plan, args.targets or plan.default_targets(), Path(args.directory))))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mmt_repro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="verb", required=True)
@@ -226,6 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gpu", default=None, help="benchmarks/calibration/<gpu>.json (default: h100; cpu on a CPU run)")
     p.add_argument("--markdown", action="store_true", help="a Markdown table")
     p.set_defaults(func=_plan)
+    p = sub.add_parser("progress", help="where each training of the targets stands in a run folder: finished, "
+                                        "begun (epochs, best val BLEU, stopping rule) or not started")
+    p.add_argument("targets", nargs="*", help="default: what `snakemake` builds (rule all)")
+    p.add_argument("--configfile", nargs="+", help="config files merged on top of config/config.yaml")
+    p.add_argument("--directory", default=".", help="the run folder (snakemake's --directory)")
+    p.set_defaults(func=_progress)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
