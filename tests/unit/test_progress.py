@@ -65,8 +65,8 @@ def test_every_run_of_the_targets_gets_a_row_and_a_state(plan, tmp_path):
     assert by["nmt_pre", 1]["left_s"] == 800.0 and by["nmt", 1]["state"] == "not started"
     text = format_progress(rows)
     assert text.splitlines()[-1] == "1 finished, 2 begun, 6 not started of 9 trainings"
-    assert re.search(r"emb_pred/nmt_pre/multi30k\.fr-en\.seed1 +begun +5 +30\.00 \(3\) +2 / 10 +13 +0\.14 h +100 +0\.22 h",
-                     text)
+    row = r"emb_pred/nmt_pre/multi30k\.fr-en\.seed1 +begun +5 +30\.00 \(3\) +2 / 10 +13 +0\.14 h +100 +0\.22 h"
+    assert re.search(row, text)
 
 
 def test_the_cli_reads_a_run_folder(tmp_path, monkeypatch, capsys):

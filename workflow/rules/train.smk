@@ -15,14 +15,14 @@ rule train_model:
         "results/logs/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.log",
     benchmark:
         "results/benchmarks/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.tsv"
+    # A training that left a .last.pt goes first: a re-run on fewer cores than trainings resumes
+    # what it had begun before starting new ones (mmt_repro.plan.runs.train_priority).
+    priority: PLAN.train_priority
     # Under a time cap (max_runtime_min, set by the SLURM profile) a training killed at its limit
     # saves .last.pt and the retry continues from it: retries are attempts, not repeats. The full
     # run's longest job (BertGen's 13-task run, ~287 H100-hours) needs 8 attempts of 48 h
     # (`python -m mmt_repro plan`, "tries"); without a cap: the global --retries (None).
     retries: PLAN.train_retries()
-    # A training that left a .last.pt goes first: a re-run on fewer cores than trainings resumes
-    # what it had begun before starting new ones (mmt_repro.plan.runs.train_priority).
-    priority: PLAN.train_priority
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("train")
     # host memory >= the feature stores it maps + the model + a margin; runtime >= the estimate
