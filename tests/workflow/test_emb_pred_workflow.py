@@ -46,6 +46,26 @@ def test_trained_vectors_when_the_official_ones_are_not_used(wf, tmp_path):
     assert "results/embeddings/emb_pred/fasttext/multi30k.fr.vec" in out
 
 
+@pytest.mark.slow  # a dry run of the overlay's DAG (~20 s idle)
+def test_a_begun_training_of_the_paper_setting_goes_first(wf, tmp_path):
+    """The paper-setting overlay (config/paper_multi30k_fr_en.yaml) plans its nine trainings; the
+    one that left a .last.pt in the run folder gets priority 1 (Snakemake starts it before the
+    others, which stay at 0), so a re-run on two cores resumes it before starting a new seed."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    last = tmp_path / "results" / "models" / "emb_pred" / "nmt_pre" / "multi30k.fr-en.seed2.last.pt"
+    last.parent.mkdir(parents=True)
+    last.write_bytes(b"")
+    res = wf.snakemake("-n", "results/tables/emb_pred/table1.tsv", "results/tables/emb_pred/table3.tsv",
+                       "--directory", str(tmp_path), "--configfile", str(repo / "config" / "paper_multi30k_fr_en.yaml"))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    blocks = [b for b in res.stdout.split("rule ")[1:] if b.startswith("train_model:")]
+    assert len(blocks) == 9
+    first = [b for b in blocks if "priority: 1" in b]
+    assert len(first) == 1 and "emb_pred/nmt_pre/multi30k.fr-en.seed2.best.pt" in first[0]
+
+
 @pytest.mark.e2e
 def test_smoke_tables_rows_and_notes(smoke_run):
     table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
