@@ -309,13 +309,13 @@ def test_an_edit_to_one_papers_model_reruns_that_papers_trainings_only(tmp_path,
     assert all(last[m] != again[m] for m in models)
     code_version.cache_clear()
     closure.cache_clear()
-    # the plan's param for a job is its model's version; an unknown model is named
+    # the plan's param for a job is its model's version
     job = full.train_job(W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1"))
     assert full.train_code(W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1")) \
         == train_code_version(job.model) == train_code_version("emb_pred.nmt")
     assert "code=PLAN.train_code" in (REPO / "workflow" / "rules" / "train.smk").read_text()
-    with pytest.raises(ValueError, match="registers model 'emb_pred.nope'"):
-        train_code_version("emb_pred.nope")
+    # a model registered outside the package (a paper's `imports`): the whole package's version
+    assert train_code_version("my_paper.model") == code_version(*JOB_CODE["train"])
 
 
 def test_translate_job_of_dump_attention_writes_no_stats(smoke):

@@ -129,10 +129,11 @@ def train_code_version(model: str, root: Path = ROOT) -> str:
     """The code version of one training: the trainer's code and its own model's module (what that
     imports included), not the other papers' models. An edit to BertGen re-runs BertGen's
     trainings, not Hirasawa et al.'s; an edit to the trainer, the shared layers or the registry
-    re-runs them all (and the models package's ``__init__``, which lists the models, is hashed)."""
+    re-runs them all (and the models package's ``__init__``, which lists the models, is hashed).
+    A model registered outside the package (a paper's ``imports``) gets the whole package's
+    training version, as every training did before."""
     module = model_modules(root).get(model)
     if module is None:
-        raise ValueError(f"no module of {MODELS} registers model {model!r} "
-                         f"(known: {', '.join(sorted(model_modules(root)))})")
+        return code_version(*JOB_CODE["train"], root=root)
     entries = tuple(e for e in JOB_CODE["train"] if e != MODELS) + (module,)
     return code_version(*entries, root=root, cut_models=True)
