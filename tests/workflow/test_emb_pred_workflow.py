@@ -50,7 +50,8 @@ def test_trained_vectors_when_the_official_ones_are_not_used(wf, tmp_path):
 def test_a_begun_training_of_the_paper_setting_goes_first(wf, tmp_path):
     """The paper-setting overlay (config/paper_multi30k_fr_en.yaml) plans its nine trainings; the
     one that left a .last.pt in the run folder gets priority 1 (Snakemake starts it before the
-    others, which stay at 0), so a re-run on two cores resumes it before starting a new seed."""
+    others, which stay at 0), so a re-run on two cores resumes it before starting a new seed;
+    decoding and scoring a trained model (2) go before any training."""
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
@@ -64,6 +65,8 @@ def test_a_begun_training_of_the_paper_setting_goes_first(wf, tmp_path):
     assert len(blocks) == 9
     first = [b for b in blocks if "priority: 1" in b]
     assert len(first) == 1 and "emb_pred/nmt_pre/multi30k.fr-en.seed2.best.pt" in first[0]
+    decoding = [b for b in res.stdout.split("rule ")[1:] if b.startswith(("translate:", "score:"))]
+    assert len(decoding) > 9 and all("priority: 2" in b for b in decoding)
 
 
 @pytest.mark.e2e

@@ -16,7 +16,8 @@ rule train_model:
     benchmark:
         "results/benchmarks/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.tsv"
     # A training that left a .last.pt goes first: a re-run on fewer cores than trainings resumes
-    # what it had begun before starting new ones (mmt_repro.plan.runs.train_priority).
+    # what it had begun before starting new ones (mmt_repro.plan.runs.train_priority); decoding
+    # and scoring a trained model (priority 2) go before both.
     priority: PLAN.train_priority
     # Under a time cap (max_runtime_min, set by the SLURM profile) a training killed at its limit
     # saves .last.pt and the retry continues from it: retries are attempts, not repeats. The full

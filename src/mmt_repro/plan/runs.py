@@ -203,9 +203,11 @@ class RunPlan:
 
     def train_priority(self, wildcards) -> int:
         """train_model's priority: 1 for a training that left a ``.last.pt`` (stopped by a signal,
-        a time cap or a session's end), 0 for one not yet started. Snakemake runs the higher first,
-        so on a machine with fewer cores than trainings a re-run resumes what it had begun before
-        it starts anything new (paths are relative to the run folder, Snakemake's working dir)."""
+        a time cap or a session's end), 0 for one not yet started. Snakemake runs the higher first:
+        on a machine with fewer cores than trainings a re-run resumes what it had begun before it
+        starts anything new; decoding and scoring (priority 2) go before both. (Not ranked by
+        progress: Snakemake deletes a failed job's curve, and the .last.pt needs torch to read.)
+        Paths are relative to the run folder (Snakemake's working directory)."""
         stem = path("model", paper=wildcards.paper, system=wildcards.system, dataset=wildcards.dataset,
                     pair=wildcards.pair, seed=wildcards.seed)
         return int(Path(f"{stem}.last.pt").exists())
