@@ -117,19 +117,20 @@ def test_training_retries_cover_the_attempts_of_the_longest_job(plan):
     assert TRAIN_RETRIES_CAPPED + 1 >= worst["attempts"] + 2  # and two spare for failures of another kind
 
 
-def test_a_begun_training_goes_before_new_ones(plan, tmp_path):
-    """train_model's priority is 1 for a run whose .last.pt exists (relative to the run folder, Snakemake's working directory) and 0 otherwise, so a
-    re-run on fewer cores than trainings resumes what it had begun before it starts a new seed;
-    translate and score jobs (2) go before any training."""
+def test_trainings_go_after_the_short_jobs_and_a_begun_one_before_new_ones(plan, tmp_path):
+    """train_model's priority is below every other rule's default 0: -1 for a run whose .last.pt
+    exists (relative to the run folder, Snakemake's working directory), -2 otherwise, so a re-run
+    on fewer cores than jobs does the data, decoding and scoring first and resumes what it had
+    begun before it starts a new seed."""
     assert "priority: PLAN.train_priority" in (REPO / "workflow" / "rules" / "train.smk").read_text()
+    for rules in (REPO / "workflow" / "rules").glob("*.smk"):  # no other rule sets a priority
+        assert rules.name == "train.smk" or "priority:" not in rules.read_text(), rules.name
     seed1, seed2 = (W(paper="emb_pred", system="nmt_pre", dataset="multi30k", pair="fr-en", seed=s)
                     for s in ("1", "2"))
-    assert plan.train_priority(seed1) == plan.train_priority(seed2) == 0
+    assert plan.train_priority(seed1) == plan.train_priority(seed2) == -2
     last = tmp_path / "results" / "models" / "emb_pred" / "nmt_pre" / "multi30k.fr-en.seed1.last.pt"
     last.parent.mkdir(parents=True)
     last.write_bytes(b"")
-    assert (plan.train_priority(seed1), plan.train_priority(seed2)) == (1, 0)
-    decode = (REPO / "workflow" / "rules" / "decode.smk").read_text()
-    assert "priority: 2" in decode and "priority: 2" in (REPO / "workflow" / "rules" / "evaluate.smk").read_text()
+    assert (plan.train_priority(seed1), plan.train_priority(seed2)) == (-1, -2)
     # the trainer's file name: the checkpoint it resumes from is the one the priority looks for
     assert plan.train_job(seed1).last == "results/models/emb_pred/nmt_pre/multi30k.fr-en.seed1.last.pt"

@@ -47,11 +47,11 @@ def test_trained_vectors_when_the_official_ones_are_not_used(wf, tmp_path):
 
 
 @pytest.mark.slow  # a dry run of the overlay's DAG (~20 s idle)
-def test_a_begun_training_of_the_paper_setting_goes_first(wf, tmp_path):
+def test_a_begun_training_of_the_paper_setting_goes_before_new_ones(wf, tmp_path):
     """The paper-setting overlay (config/paper_multi30k_fr_en.yaml) plans its nine trainings; the
-    one that left a .last.pt in the run folder gets priority 1 (Snakemake starts it before the
-    others, which stay at 0), so a re-run on two cores resumes it before starting a new seed;
-    decoding and scoring a trained model (2) go before any training."""
+    one that left a .last.pt in the run folder gets priority -1, the other eight -2, every other
+    job Snakemake's 0: a re-run on two cores does the data, decoding and scoring first and resumes
+    the begun training before it starts a new seed."""
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
@@ -61,12 +61,13 @@ def test_a_begun_training_of_the_paper_setting_goes_first(wf, tmp_path):
     res = wf.snakemake("-n", "results/tables/emb_pred/table1.tsv", "results/tables/emb_pred/table3.tsv",
                        "--directory", str(tmp_path), "--configfile", str(repo / "config" / "paper_multi30k_fr_en.yaml"))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    blocks = [b for b in res.stdout.split("rule ")[1:] if b.startswith("train_model:")]
-    assert len(blocks) == 9
-    first = [b for b in blocks if "priority: 1" in b]
+    blocks = res.stdout.split("rule ")[1:]
+    trains = [b for b in blocks if b.startswith("train_model:")]
+    assert len(trains) == 9
+    first = [b for b in trains if "priority: -1" in b]
     assert len(first) == 1 and "emb_pred/nmt_pre/multi30k.fr-en.seed2.best.pt" in first[0]
-    decoding = [b for b in res.stdout.split("rule ")[1:] if b.startswith(("translate:", "score:"))]
-    assert len(decoding) > 9 and all("priority: 2" in b for b in decoding)
+    assert sum("priority: -2" in b for b in trains) == 8
+    assert not any("priority:" in b for b in blocks if not b.startswith("train_model:"))
 
 
 @pytest.mark.e2e

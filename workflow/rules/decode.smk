@@ -13,9 +13,6 @@ rule translate:
         "results/logs/translate/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.log",
     benchmark:
         "results/benchmarks/translate/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.tsv"
-    # Decoding a trained model goes before any training (a begun one: 1, a new one: 0): a run on
-    # fewer cores than jobs finishes the rows it can before it starts a long job.
-    priority: 2
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("decode")
     resources:

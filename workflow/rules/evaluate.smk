@@ -11,7 +11,6 @@ rule score:
         "results/logs/score/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.log",
     benchmark:
         "results/benchmarks/score/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.tsv"
-    priority: 2  # as translate: a finished model's rows before any training
     params:
         job=PLAN.score_params,
         code=code("score"),

@@ -15,9 +15,10 @@ rule train_model:
         "results/logs/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.log",
     benchmark:
         "results/benchmarks/train_model/{paper}/{system}/{dataset}.{pair}.seed{seed}.tsv"
-    # A training that left a .last.pt goes first: a re-run on fewer cores than trainings resumes
-    # what it had begun before starting new ones (mmt_repro.plan.runs.train_priority); decoding
-    # and scoring a trained model (priority 2) go before both.
+    # Trainings go after every other ready job (priority -1 if begun, -2 if new; the rest 0), so
+    # the short jobs (data, decoding, scoring, tables) are not held up behind hours of training,
+    # and a re-run resumes what it had begun before it starts a new one
+    # (mmt_repro.plan.runs.train_priority).
     priority: PLAN.train_priority
     # Under a time cap (max_runtime_min, set by the SLURM profile) a training killed at its limit
     # saves .last.pt and the retry continues from it: retries are attempts, not repeats. The full

@@ -202,15 +202,17 @@ class RunPlan:
         return train_code_version(self.train_job(wildcards).model)
 
     def train_priority(self, wildcards) -> int:
-        """train_model's priority: 1 for a training that left a ``.last.pt`` (stopped by a signal,
-        a time cap or a session's end), 0 for one not yet started. Snakemake runs the higher first:
-        on a machine with fewer cores than trainings a re-run resumes what it had begun before it
-        starts anything new; decoding and scoring (priority 2) go before both. (Not ranked by
-        progress: Snakemake deletes a failed job's curve, and the .last.pt needs torch to read.)
-        Paths are relative to the run folder (Snakemake's working directory)."""
+        """train_model's priority, below every other rule's (Snakemake's default 0): -1 for a
+        training that left a ``.last.pt`` (stopped by a signal, a time cap or a session's end), -2
+        for one not yet started. Snakemake runs the ready job of highest priority first, so on a
+        machine with fewer cores than jobs the short ones (data, text, decoding and scoring of a
+        trained model, tables) are not held up behind trainings of hours, and a re-run resumes what
+        it had begun before it starts a new training. (Not ranked further by progress: Snakemake
+        deletes a failed job's curve, and the .last.pt needs torch to read.) Paths are relative to
+        the run folder (Snakemake's working directory)."""
         stem = path("model", paper=wildcards.paper, system=wildcards.system, dataset=wildcards.dataset,
                     pair=wildcards.pair, seed=wildcards.seed)
-        return int(Path(f"{stem}.last.pt").exists())
+        return -1 if Path(f"{stem}.last.pt").exists() else -2
 
     # ------------------------------------------------------------------ decoding
     def decode_settings(self, wildcards) -> dict:
