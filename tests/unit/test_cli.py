@@ -1,7 +1,8 @@
 """``python -m mmt_repro <verb>``: every verb run for real on tiny inputs, checking what it prints
 or writes (not only its exit code). ``translate`` decodes with a doubly-attentive model trained
 here in ~3 s on the toy copy-with-colour task (tests/conftest.py), and its output is scored by
-``score``. ``plan`` (the cost plan) is run by tests/unit/test_cost_plan.py."""
+``score``. ``plan`` (the cost plan) is run by tests/unit/test_cost_plan.py, ``progress`` by
+tests/unit/test_progress.py."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ TESTED = {
     "score": "test_score_of_a_hypothesis_equal_to_its_reference",
     "config-docs": "test_config_docs_prints_and_writes_the_reference",
     "plan": "tests/unit/test_cost_plan.py",
+    "progress": "tests/unit/test_progress.py",
 }
 
 

@@ -5,6 +5,8 @@ latest epoch and the time it leaves, by hand."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace as W
 
@@ -69,11 +71,12 @@ def test_every_run_of_the_targets_gets_a_row_and_a_state(plan, tmp_path):
     assert re.search(row, text)
 
 
-def test_the_cli_reads_a_run_folder(tmp_path, monkeypatch, capsys):
-    from mmt_repro.cli import main
-
+def test_the_cli_reads_a_run_folder_without_torch(tmp_path):
+    """`python -m mmt_repro progress` from the repository, torch never imported."""
     _curve(_model(tmp_path, "ours_text", 1), [5.94, 12.83], [243.7, 536.5])
-    monkeypatch.chdir(REPO)
-    assert main(["progress", *TARGETS, "--configfile", str(OVERLAY), "--directory", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    code = ("import sys; from mmt_repro.cli import main; "
+            f"main(['progress', *{TARGETS!r}, '--configfile', {str(OVERLAY)!r}, '--directory', {str(tmp_path)!r}]); "
+            "print('torch imported:', 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert "12.83 (2)" in out and "0 finished, 1 begun, 8 not started of 9 trainings" in out
+    assert out.strip().endswith("torch imported: False")
