@@ -46,7 +46,7 @@ def test_trained_vectors_when_the_official_ones_are_not_used(wf, tmp_path):
     assert "results/embeddings/emb_pred/fasttext/multi30k.fr.vec" in out
 
 
-@pytest.mark.slow  # a dry run of the overlay's DAG (~20 s idle)
+@pytest.mark.slow  # a dry run of the overlay's DAG (54-65 s beside two trainings)
 def test_a_begun_training_of_the_paper_setting_goes_before_new_ones(wf, tmp_path):
     """The paper-setting overlay (config/paper_multi30k_fr_en.yaml) plans its nine trainings; the
     one that left a .last.pt in the run folder gets priority -1, the other eight -2, every other
