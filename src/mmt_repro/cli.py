@@ -148,29 +148,30 @@ def _score(args) -> int:
     return 0
 
 
-def _plan(args) -> int:
+def _plan_of(configfiles):
+    """The plan of config/config.yaml with ``configfiles`` merged on top, from the repository."""
     from .config import deep_update, load_yaml
     from .plan import Plan
-    from .plan.cost import cost_plan, format_cost_plan
 
     config = load_yaml(Path("config/config.yaml"))
-    for f in args.configfile or []:
+    for f in configfiles or []:
         config = deep_update(config, load_yaml(Path(f)))
-    plan = Plan(config, Path("."))
+    return Plan(config, Path("."))
+
+
+def _plan(args) -> int:
+    from .plan.cost import cost_plan, format_cost_plan
+
+    plan = _plan_of(args.configfile)
     report = cost_plan(plan, args.targets or plan.default_targets(), args.gpu)
     print(format_cost_plan(report, markdown=args.markdown))
     return 0
 
 
 def _progress(args) -> int:
-    from .config import deep_update, load_yaml
-    from .plan import Plan
     from .plan.progress import format_progress, progress
 
-    config = load_yaml(Path("config/config.yaml"))
-    for f in args.configfile or []:
-        config = deep_update(config, load_yaml(Path(f)))
-    plan = Plan(config, Path("."))
+    plan = _plan_of(args.configfile)
     print(format_progress(progress(plan, args.targets or plan.default_targets(), Path(args.directory))))
     return 0
 
