@@ -8,6 +8,11 @@
 #   prefetch.txt        phase A: benchmarks/bench_prefetch.py on the GPU
 #   compile.txt/.json   phase D: benchmarks/gpu_compile.py (eager vs fused optimiser vs compile)
 # Budgets (s): set-up 60, B 330, A 90, D 150: at most 630 with everything cut, about 520 typical.
+# Phase B runs the jobs in GPU_WORK (default /tmp/gpu_work), outside the repository's copy, seeded
+# from .gpu without overwriting anything already there: a second call on the same warm machine
+# sends the working tree again, and a carried .gpu *replaces* the folder there, so jobs run inside
+# it lost their .last.pt (2026-11-27: three trains' first 475 s, restarted from update 0). A new
+# jobs.json (prepare --append) and new inputs come in; checkpoints, curves and records stay.
 # PHASES picks and orders the phases (default "BAD"), B_LIMIT phase B's limit (s), TRAIN_LIMIT the
 # seconds after which phase B's trains get SIGTERM (they save .last.pt; the same command again on
 # the still-warm machine resumes them; 0: none), CHECK=0 skips the GPU self-check. A pilot session: PHASES=B B_LIMIT=560 CHECK=0 bash benchmarks/device_session.sh
@@ -16,6 +21,7 @@ PHASES=${PHASES:-BAD}
 B_LIMIT=${B_LIMIT:-330}
 TRAIN_LIMIT=${TRAIN_LIMIT:-0}
 CHECK=${CHECK:-1}
+GPU_WORK=${GPU_WORK:-/tmp/gpu_work}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 REPO=$(pwd)
@@ -41,15 +47,20 @@ print(describe_device(d))
 cat "$OUT/device.txt"
 
 phase_B() {
-  stamp "B: paper-setting jobs"
+  stamp "B: paper-setting jobs in $GPU_WORK"
+  mkdir -p "$GPU_WORK"
+  [ -f "$GPU_WORK/jobs.json" ] && echo "$GPU_WORK: resuming ($(ls "$GPU_WORK"/results/models/*/*/*.last.pt 2>/dev/null | wc -l) .last.pt there)"
+  # no-clobber copy (cp -n's exit status differs between coreutils versions: checked below instead)
+  cp -rn .gpu/. "$GPU_WORK"/ 2>/dev/null
+  cp .gpu/jobs.json "$GPU_WORK"/jobs.json || { echo ".gpu/jobs.json missing: run gpu_paper_run.py prepare and carry .gpu"; return; }
   nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv -l 30 > "$OUT/gpu_util.csv" 2>&1 &
   local smi=$!
-  (cd .gpu && timeout -k 10 "$B_LIMIT" python3 "$REPO/benchmarks/gpu_paper_run.py" run --out "$OUT" \
+  (cd "$GPU_WORK" && timeout -k 10 "$B_LIMIT" python3 "$REPO/benchmarks/gpu_paper_run.py" run --out "$OUT" \
     --train-limit "$TRAIN_LIMIT") 2>&1 | tail -n 20
-  grep -h "epoch [0-9]* done" .gpu/logs/*.train.*.log | tail -n 6
+  grep -h "epoch [0-9]* done" "$GPU_WORK"/logs/*.train.*.log | tail -n 6
   kill "$smi" 2>/dev/null
   # cut by its limit: the curves and logs so far still come back (no checkpoints)
-  [ -f "$OUT/gpu_run.tar.gz" ] || tar czf "$OUT/gpu_run_partial.tar.gz" --exclude='*.pt' -C .gpu logs results
+  [ -f "$OUT/gpu_run.tar.gz" ] || tar czf "$OUT/gpu_run_partial.tar.gz" --exclude='*.pt' -C "$GPU_WORK" logs results
   ls -la "$OUT"
 }
 
