@@ -164,6 +164,27 @@ def ready_translations(jobs: list[dict]) -> tuple[list[int], list[str]]:
     return todo, waiting
 
 
+def train_states(jobs: list[dict]) -> list[str]:
+    """A line for each train job still to run: whether it resumes from its ``.last.pt`` or starts
+    from update 0, and a warning where a curve exists without a ``.last.pt`` (the folder was
+    replaced or the checkpoint lost: the curve's epochs will be trained again)."""
+    lines = []
+    for i, j in enumerate(jobs):
+        if j["kind"] != "train" or Path(j["record"]).exists():
+            continue
+        name = f"job {i} train {j['system']} seed {j['seed']}"
+        curve = Path(j["curve"])
+        epochs = max(len(curve.read_text(encoding="utf-8").splitlines()) - 1, 0) if curve.exists() else 0
+        if Path(j["last"]).exists():
+            lines.append(f"{name}: resumes from {j['last']}")
+        elif epochs:
+            lines.append(f"{name}: WARNING: its curve has {epochs} epochs but {j['last']} is missing: "
+                         "starts again from update 0 (was the folder replaced?)")
+        else:
+            lines.append(f"{name}: starts from update 0")
+    return lines
+
+
 def run(args) -> int:
     jobs = json.loads(Path("jobs.json").read_text(encoding="utf-8"))
     Path("logs").mkdir(exist_ok=True)
@@ -192,6 +213,8 @@ def run(args) -> int:
 
     t0 = time.monotonic()
     trains = [i for i, j in enumerate(jobs) if j["kind"] == "train" and not Path(j["record"]).exists()]
+    for line in train_states(jobs):
+        print(line, flush=True)
     wait_all({i: start(i) for i in trains}, args.train_limit)  # side by side on the one GPU
     print(f"train jobs {trains}: exit {[status[i] for i in trains]} (75: interrupted, resumes on the next run), "
           f"{time.monotonic() - t0:.0f} s", flush=True)

@@ -122,6 +122,24 @@ def test_translations_wait_for_the_training_record(tmp_path, monkeypatch):
     assert gpu_paper_run.ready_translations(jobs) == ([1, 3], [])
 
 
+def test_each_train_says_whether_it_resumes_and_a_lost_checkpoint_is_flagged(tmp_path, monkeypatch):
+    """The fifth lease lost three trains' .last.pt (a carried folder replaced the one on the machine)
+    and said nothing: the trains began again from update 0 beside their 21-epoch curves."""
+    monkeypatch.chdir(tmp_path)
+    jobs = [{"kind": "train", "system": "nmt", "seed": s, "record": f"m{s}.job.json", "curve": f"m{s}.curve.tsv",
+             "last": f"m{s}.last.pt"} for s in (1, 2, 3, 4)]
+    jobs.insert(2, {"kind": "translate", "out": "a.txt"})
+    Path("m1.job.json").write_text("{}")  # finished: not listed
+    Path("m2.last.pt").write_text("w")
+    Path("m2.curve.tsv").write_text("epoch\tval_bleu\n1\t20.0\n")
+    Path("m3.curve.tsv").write_text("epoch\tval_bleu\n1\t20.0\n2\t30.0\n")  # its .last.pt lost
+    assert gpu_paper_run.train_states(jobs) == [
+        "job 1 train nmt seed 2: resumes from m2.last.pt",
+        "job 3 train nmt seed 3: WARNING: its curve has 2 epochs but m3.last.pt is missing: starts again from "
+        "update 0 (was the folder replaced?)",
+        "job 4 train nmt seed 4: starts from update 0"]
+
+
 def test_prepare_appends_seeds_without_duplicates(tmp_path):
     from mmt_repro.config import deep_update, load_yaml
     from mmt_repro.plan import Plan
