@@ -49,10 +49,15 @@ cat "$OUT/device.txt"
 phase_B() {
   stamp "B: paper-setting jobs in $GPU_WORK"
   mkdir -p "$GPU_WORK"
-  [ -f "$GPU_WORK/jobs.json" ] && echo "$GPU_WORK: resuming ($(ls "$GPU_WORK"/results/models/*/*/*.last.pt 2>/dev/null | wc -l) .last.pt there)"
+  local kept
+  kept=$(ls "$GPU_WORK"/results/models/*/*/*.last.pt 2>/dev/null | wc -l)
+  [ -f "$GPU_WORK/jobs.json" ] && echo "$GPU_WORK: resuming ($kept .last.pt there)"
   # no-clobber copy (cp -n's exit status differs between coreutils versions: checked below instead)
   cp -rn .gpu/. "$GPU_WORK"/ 2>/dev/null
-  cp .gpu/jobs.json "$GPU_WORK"/jobs.json || { echo ".gpu/jobs.json missing: run gpu_paper_run.py prepare and carry .gpu"; return; }
+  if ! cp .gpu/jobs.json "$GPU_WORK"/jobs.json; then
+    echo ".gpu/jobs.json missing: run gpu_paper_run.py prepare here and carry .gpu"
+    return
+  fi
   nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv -l 30 > "$OUT/gpu_util.csv" 2>&1 &
   local smi=$!
   (cd "$GPU_WORK" && timeout -k 10 "$B_LIMIT" python3 "$REPO/benchmarks/gpu_paper_run.py" run --out "$OUT" \
