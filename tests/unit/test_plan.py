@@ -368,3 +368,21 @@ def test_the_full_config_builds_everything_by_default(full):
     targets = full.default_targets()
     assert targets[:2] == ["results/tables/all.tsv", "results/data/stats.tsv"]
     assert "results/figures/emb_pred/figure1.rare_words.png" in targets
+
+
+def test_the_vector_diagnostic_overlay_changes_only_the_vectors_epochs():
+    """config/diag_emb_pred_vectors50.yaml, stacked on the paper-setting overlay: Table 3 alone,
+    one seed of "Ours - Images", vectors trained 50 epochs, everything else as the paper setting."""
+    base = deep_update(load_yaml(REPO / "config" / "config.yaml"), load_yaml(REPO / "config" / "paper_multi30k_fr_en.yaml"))
+    paper_setting = Plan(base, REPO)
+    diag = Plan(deep_update(base, load_yaml(REPO / "config" / "diag_emb_pred_vectors50.yaml")), REPO)
+    assert diag.default_targets() == ["results/tables/emb_pred/table3.tsv"]
+    from mmt_repro.plan.walk import training_runs
+
+    runs, _ = training_runs(diag, diag.default_targets())
+    assert [(w.system, str(w.seed)) for w in runs] == [("ours_text", "1")]
+    w = W(paper="emb_pred", dataset="multi30k", lang="en")
+    assert paper_setting.word_vector_training(w)["epoch"] == 5
+    assert diag.word_vector_training(w) == {**paper_setting.word_vector_training(w), "epoch": 50}
+    t = W(paper="emb_pred", system="ours_text", dataset="multi30k", pair="fr-en", seed="1")
+    assert diag.train_job(t).to_dict() == paper_setting.train_job(t).to_dict()
