@@ -373,7 +373,8 @@ def test_the_full_config_builds_everything_by_default(full):
 def test_the_vector_diagnostic_overlay_changes_only_the_vectors_epochs():
     """config/diag_emb_pred_vectors50.yaml, stacked on the paper-setting overlay: Table 3 alone,
     one seed of "Ours - Images", vectors trained 50 epochs, everything else as the paper setting."""
-    base = deep_update(load_yaml(REPO / "config" / "config.yaml"), load_yaml(REPO / "config" / "paper_multi30k_fr_en.yaml"))
+    base = deep_update(load_yaml(REPO / "config" / "config.yaml"),
+                       load_yaml(REPO / "config" / "paper_multi30k_fr_en.yaml"))
     paper_setting = Plan(base, REPO)
     diag = Plan(deep_update(base, load_yaml(REPO / "config" / "diag_emb_pred_vectors50.yaml")), REPO)
     assert diag.default_targets() == ["results/tables/emb_pred/table3.tsv"]
