@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -169,8 +171,6 @@ def main(argv=None) -> int:
                     help="train the English vectors with these epochs and print their crowding (instead of 1-4)")
     args = ap.parse_args(argv)
 
-    import tempfile
-
     import numpy as np
     import torch
 
@@ -194,8 +194,6 @@ def main(argv=None) -> int:
     tgt_train = train_job.inputs["train_tgt"]
     tgt_lang = "en"
     ref_file = plan.score_job(w).to_dict()["inputs"]["ref"][0]  # Multi30k: one reference
-
-    import os
 
     out_arg = Path(args.out).resolve() if args.out else None  # before the chdir
     os.chdir(work)
