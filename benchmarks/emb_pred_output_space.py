@@ -79,9 +79,10 @@ def rare_outputs(hyps, refs, train_counts: Counter, index: dict, sims, max_count
     return {"written": written, "wrong": wrong, "wrong_near_ref": near}
 
 
-def near_substitutions(hyps, refs, index: dict, unit, threshold: float = 0.9) -> dict:
+def near_substitutions(hyps, refs, index: dict, sims, threshold: float = 0.9) -> dict:
     """Words written beyond the reference (per sentence, counted with multiplicity) and those of
-    them whose row lies within ``threshold`` cosine of a reference word the output misses."""
+    them whose row lies within ``threshold`` cosine of a reference word the output misses
+    (``sims``: :func:`crowding`'s cosine matrix; a written word is never among the missed ones)."""
     extra_n = near_n = 0
     pairs = Counter()
     for h, r in zip(hyps, refs):
@@ -91,7 +92,7 @@ def near_substitutions(hyps, refs, index: dict, unit, threshold: float = 0.9) ->
             extra_n += n
             if word not in index or not missing:
                 continue
-            cos, ref_word = max((float(unit[index[word]] @ unit[index[m]]), m) for m in missing)
+            cos, ref_word = max((float(sims[index[word], index[m]]), m) for m in missing)
             if cos >= threshold:
                 near_n += n
                 pairs[(ref_word, word)] += n
@@ -174,17 +175,13 @@ def main(argv=None) -> int:
     import numpy as np
     import torch
 
-    from mmt_repro.config import deep_update, load_yaml
+    from gpu_paper_run import _plan  # beside this script: config.yaml with the overlays merged
     from mmt_repro.io import read_lines
     from mmt_repro.metrics.mt import multibleu
-    from mmt_repro.plan import Plan
     from mmt_repro.text.vocab import Vocab
 
     torch.set_num_threads(1)
-    config = load_yaml(REPO / "config/config.yaml")
-    for f in args.configfile:
-        config = deep_update(config, load_yaml(Path(f)))
-    plan = Plan(config, REPO)
+    plan = _plan(args.configfile)
     work = Path(args.workdir).resolve()
     w = SimpleNamespace(paper="emb_pred", system="ours_text", dataset="multi30k", pair="fr-en", seed=args.seed,
                         split=args.split, condition="congruent")
@@ -207,7 +204,6 @@ def main(argv=None) -> int:
         return 0
     table = np.load(res["tgt_emb"])
     bands, sims = crowding(table, counts)
-    unit = table / np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-9)
     print(f"target table {res['tgt_emb']} ({table.shape[0]} x {table.shape[1]}, {tgt_lang}): nearest other row")
     for b in bands:
         print(f"  training count {b['band']:>7}: {b['words']:5d} words, cos>=0.9 {b['cos>=0.9']:.1%}, "
@@ -224,7 +220,7 @@ def main(argv=None) -> int:
         r = rare_outputs(hyps, refs, train_counts, index, sims)
         print(f"  {system:9s}: {r['written']} written, {r['wrong']} wrong, {r['wrong_near_ref']} of the wrong "
               f"with a reference word at cosine >= 0.9")
-        n = near_substitutions(hyps, refs, index, unit)
+        n = near_substitutions(hyps, refs, index, sims)
         share = n["near"] / max(n["extra"], 1)
         print(f"  {system:9s}: {n['extra']} words beyond the reference, {n['near']} ({share:.1%}) where a missing "
               f"reference word is within cosine 0.9; most often (reference, written): {n['pairs']}")

@@ -31,13 +31,12 @@ def test_crowding_counts_the_words_with_a_near_duplicate_row():
 
 def test_rare_outputs_and_near_substitutions_by_hand():
     _, sims = eps.crowding(TABLE, np.ones(5))
-    unit = TABLE / np.linalg.norm(TABLE, axis=1, keepdims=True)
     hyps = ["his dog ice-climbing", "her dog", "dog dog"]
     refs = ["her dog climbing", "her dog", "dog"]
     counts = Counter({"his": 500, "her": 300, "dog": 50, "climbing": 120, "ice-climbing": 1})
     # ice-climbing written once, wrong, and climbing (in the reference) is at cosine 0.995
     assert eps.rare_outputs(hyps, refs, counts, INDEX, sims) == {"written": 1, "wrong": 1, "wrong_near_ref": 1}
-    n = eps.near_substitutions(hyps, refs, INDEX, unit)
+    n = eps.near_substitutions(hyps, refs, INDEX, sims)
     # beyond the reference: his, ice-climbing (sentence 1), one dog (sentence 3); the first two
     # stand for a missing word within 0.9 (her, climbing); the extra dog has no missing word
     assert n["extra"] == 3 and n["near"] == 2
