@@ -172,7 +172,14 @@ def _progress(args) -> int:
     from .plan.progress import format_progress, progress
 
     plan = _plan_of(args.configfile)
-    print(format_progress(progress(plan, args.targets or plan.default_targets(), Path(args.directory))))
+    targets = args.targets or plan.default_targets()
+    print(format_progress(progress(plan, targets, Path(args.directory))))
+    if args.scores:
+        from .tables.build import format_table, read_table
+        from .tables.interim import interim_tables
+
+        for out in interim_tables(plan, targets, Path(args.directory)):
+            print(f"\n{out} (interim: the runs scored so far)\n{format_table(read_table(out))}")
     return 0
 
 
@@ -245,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("targets", nargs="*", help="default: what `snakemake` builds (rule all)")
     p.add_argument("--configfile", nargs="+", help="config files merged on top of config/config.yaml")
     p.add_argument("--directory", default=".", help="the run folder (snakemake's --directory)")
+    p.add_argument("--scores", action="store_true",
+                   help="also each target table from the runs scored so far (results/interim/<paper>/<table>.tsv "
+                        "in the run folder; rows with fewer seeds than planned get no verdict)")
     p.set_defaults(func=_progress)
     args = parser.parse_args(argv)
     try:
