@@ -169,7 +169,7 @@ def _plan(args) -> int:
 
 
 def _progress(args) -> int:
-    from .plan.progress import format_progress, progress
+    from .plan.progress import format_progress, progress, target_tables
 
     plan = _plan_of(args.configfile)
     targets = args.targets or plan.default_targets()
@@ -178,7 +178,7 @@ def _progress(args) -> int:
         from .tables.build import format_table, read_table
         from .tables.interim import interim_tables
 
-        for out in interim_tables(plan, targets, Path(args.directory)):
+        for out in interim_tables(plan, target_tables(plan, targets), Path(args.directory)):
             print(f"\n{out} (interim: the runs scored so far)\n{format_table(read_table(out))}")
     return 0
 

@@ -14,6 +14,7 @@ import pytest
 
 from mmt_repro.config import deep_update, load_yaml
 from mmt_repro.plan import Plan
+from mmt_repro.plan.progress import target_tables
 from mmt_repro.tables.build import NOT_RUN, read_table
 from mmt_repro.tables.interim import INTERIM, interim_table, interim_tables, planned_seeds
 
@@ -50,6 +51,12 @@ def test_the_paper_setting_plans_three_seeds_per_row(plan):
     assert planned[("nmt_pre_beam6", "val", "congruent")] == 3
 
 
+def test_all_tsv_stands_for_every_enabled_translation_table(plan):
+    assert target_tables(plan, ["results/tables/all.tsv"]) == [
+        (p, t) for p, t, _ in plan.enabled if plan.table_kind(p, t) == "translation"]
+    assert ("emb_pred", "table3") in target_tables(plan, ["results/tables/all.tsv"])
+
+
 def test_a_row_with_every_seed_gets_its_verdict_and_one_with_fewer_gets_none(plan, tmp_path):
     """nmt: 51.0, 51.2, 51.4 -> 51.20, delta +0.20 against 51.00 ± .37 (tolerance 0.74): reproduced.
     nmt_pre: seeds 1-2 only, 52.00 and 53.00 -> 52.50, delta +0.17 against 52.33, sample sd
@@ -79,7 +86,9 @@ def test_a_row_with_every_seed_gets_its_verdict_and_one_with_fewer_gets_none(pla
 
 def test_interim_tables_are_written_beside_no_rules_output_and_read_back(plan, tmp_path):
     _score(tmp_path, plan, "nmt", "test_2016_flickr", 2, 50.5)
-    written = interim_tables(plan, ["results/tables/emb_pred/table1.tsv", "results/stats/data.tsv"], tmp_path)
+    tables = target_tables(plan, ["results/tables/emb_pred/table1.tsv", "results/stats/data.tsv"])
+    assert tables == [("emb_pred", "table1")]
+    written = interim_tables(plan, tables, tmp_path)
     assert written == [tmp_path / INTERIM.format(paper="emb_pred", table="table1")]
     back = read_table(written[0])
     row = _row(back, "nmt", "test_2016_flickr")

@@ -13,7 +13,8 @@ import statistics
 from pathlib import Path
 
 from ..settings import make_train_config
-from .walk import training_runs
+from .paths import path
+from .walk import ALL_TABLES, training_runs
 
 
 def _curve(file: Path) -> list[dict]:
@@ -57,6 +58,16 @@ def progress(plan, targets, folder: Path) -> list[dict]:
     """A row per training run that ``targets`` need (:func:`run_progress`)."""
     runs, _ = training_runs(plan, targets)
     return [run_progress(plan, w, Path(folder)) for w in runs]
+
+
+def target_tables(plan, targets) -> list[tuple[str, str]]:
+    """(paper, table) of every enabled translation table among ``targets`` (``all.tsv``: all of
+    them), in the plan's order: the tables ``progress --scores`` builds from the runs scored so
+    far (:mod:`mmt_repro.tables.interim`)."""
+    wanted = {str(t) for t in targets}
+    return [(p, t) for p, t, _ in plan.enabled
+            if (ALL_TABLES in wanted or path("table", paper=p, table=t) in wanted)
+            and plan.table_kind(p, t) == "translation"]
 
 
 def _hours(seconds) -> str:

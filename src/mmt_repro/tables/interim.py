@@ -28,7 +28,8 @@ INTERIM = "results/interim/{paper}/{table}.tsv"
 
 def planned_seeds(plan, paper: str, table: str) -> Counter:
     """(system, test_set, condition) -> how many seeds the table averages (its config's)."""
-    return Counter((system, test_set, condition) for system, test_set, _seed, condition in plan.table_runs(paper, table))
+    runs = plan.table_runs(paper, table)
+    return Counter((system, test_set, condition) for system, test_set, _seed, condition in runs)
 
 
 def interim_table(plan, paper: str, table: str, folder: Path) -> pd.DataFrame:
@@ -55,23 +56,18 @@ def interim_table(plan, paper: str, table: str, folder: Path) -> pd.DataFrame:
             continue
         df.at[i, "verdict"] = ""
         df.at[i, "tolerance"] = math.nan
-        kept = [x for x in r.note.split("; ") if x and not x.startswith("verdict: ")]  # the verdict's reasoning goes too
+        # the declared differences stay; the verdict's reasoning goes with the verdict
+        kept = [x for x in r.note.split("; ") if x and not x.startswith("verdict: ")]
         df.at[i, "note"] = "; ".join([f"interim: {r.n_seeds} of {want} seeds, no verdict", *kept])
     return df
 
 
-def interim_tables(plan, targets, folder: Path) -> list[Path]:
-    """Write the interim table of every translation table among ``targets`` (table paths of the
-    plan's enabled tables) under ``folder``; return the files written."""
-    enabled = {(p, t) for p, t, _ in plan.enabled}
+def interim_tables(plan, tables, folder: Path) -> list[Path]:
+    """Write the interim table of each ``(paper, table)`` of ``tables`` under ``folder`` (the
+    translation tables among a plan's targets: :func:`mmt_repro.plan.progress.target_tables`);
+    return the files written."""
     written = []
-    for target in targets:
-        parts = Path(str(target)).parts
-        if len(parts) != 4 or parts[:2] != ("results", "tables") or not parts[3].endswith(".tsv"):
-            continue
-        paper, table = parts[2], parts[3].removesuffix(".tsv")
-        if (paper, table) not in enabled or plan.table_kind(paper, table) != "translation":
-            continue
+    for paper, table in tables:
         out = Path(folder) / INTERIM.format(paper=paper, table=table)
         write_table(interim_table(plan, paper, table, folder), out)
         written.append(out)
