@@ -45,7 +45,6 @@ def interim_table(plan, paper: str, table: str, folder: Path) -> pd.DataFrame:
             not_comparable=dict(job.not_comparable), differences=dict(job.differences),
         )
     planned = planned_seeds(plan, paper, table)
-    df = df.copy()
     for i, r in df.iterrows():
         want = planned.get((r.system, r.test_set, r.condition or CONGRUENT), 0)
         if not want or r.n_seeds >= want:
