@@ -5,7 +5,12 @@ Verbs: ``show`` (print a results table; ``--paper``: shaped like the paper's), `
 ``check`` (alias ``check-config``: the preflight of a config and its targets), ``translate``
 (decode a file with a checkpoint or an exported folder), ``export`` (a trained system as one
 folder: safetensors weights, config and vocabularies), ``score`` (score a hypothesis file), ``config-docs`` (the
-configuration reference, config/README.md, from config/schema.yaml).
+configuration reference, config/README.md, from config/schema.yaml), ``plan`` (the cost plan), ``progress``
+(where a run folder's trainings stand), ``reference`` (copy a run's evidence into reference/<name>/),
+``docs`` (the results pages and every generated block of README and docs/).
+
+Every verb with ``--configfile`` takes its targets before or after it, as Snakemake does:
+``check --configfile site.yaml results/tables/emb_pred/table1.tsv``.
 """
 
 from __future__ import annotations
@@ -183,6 +188,57 @@ def _progress(args) -> int:
     return 0
 
 
+def _reference(args) -> int:
+    from .tables.reference import collect_reference, transcribed_reference
+
+    plan = _plan_of(args.configfile)
+    targets = args.targets or plan.default_targets()
+    if args.transcribed:
+        record = transcribed_reference(plan, targets, Path(args.out), args.configfile or [], reason=args.reason or "",
+                                       purpose=args.purpose)
+    else:
+        record = collect_reference(plan, targets, Path(args.directory), Path(args.out), args.configfile or [],
+                                   purpose=args.purpose)
+    n = sum(1 for p in Path(args.out).rglob("*") if p.is_file())
+    print(f"wrote {args.out}: {n} files, {len(record['tables'])} table(s), {len(record['runs'])} run(s) "
+          f"(evidence: {record['evidence']}); then: python -m mmt_repro docs")
+    return 0
+
+
+def _docs(args) -> int:
+    from .tables.pages import generate_docs
+
+    repo = Path(args.repo) if args.repo else Path(".")
+    changed = generate_docs(repo, check=args.check)
+    for f in changed:
+        print(f"{'differs' if args.check else 'wrote'}: {f}")
+    if args.check and changed:
+        print("the generated docs differ from the committed evidence: run python -m mmt_repro docs", file=sys.stderr)
+        return 1
+    if not changed:
+        print("docs up to date")
+    return 0
+
+
+def _targets_after_configfile(args, positional: str) -> None:
+    """``--configfile a.yaml target ...``: the words after the config files that are not config
+    files are targets (``nargs="+"`` would take them all as config files)."""
+    files = getattr(args, "configfile", None) or []
+    from .plan.preflight import config_file_of
+
+    extra = [w for w in files if not config_file_of(w)]
+    if not extra:
+        return
+    args.configfile = [w for w in files if config_file_of(w)]
+    current = getattr(args, positional)
+    if isinstance(current, list):
+        setattr(args, positional, [*current, *extra])
+    elif current is None and len(extra) == 1:
+        setattr(args, positional, extra[0])
+    else:
+        raise ConfigError(f"--configfile takes config files (*.yaml); {extra} are not")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mmt_repro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="verb", required=True)
@@ -256,8 +312,28 @@ def main(argv: list[str] | None = None) -> int:
                    help="also each target table from the runs scored so far (results/interim/<paper>/<table>.tsv "
                         "in the run folder; rows with fewer seeds than planned get no verdict)")
     p.set_defaults(func=_progress)
+    p = sub.add_parser("reference", help="copy the evidence of a run's tables (tables, scores, translations, curves, "
+                                         "job records; never weights) into reference/<name>/")
+    p.add_argument("targets", nargs="*", help="table targets (default: the config's targets)")
+    p.add_argument("--configfile", nargs="+", help="config files merged on top of config/config.yaml")
+    p.add_argument("--directory", default=".", help="the run folder (snakemake's --directory)")
+    p.add_argument("--out", required=True, help="the reference folder, e.g. reference/paper_multi30k_fr_en")
+    p.add_argument("--purpose", default="paper", choices=["paper", "check", "smoke"],
+                   help="paper: the paper's own setting; check: a bounded check; smoke: the synthetic run")
+    p.add_argument("--transcribed", action="store_true",
+                   help="no run folder: build the scores and tables from <out>/transcribed/scores.tsv")
+    p.add_argument("--reason", help="with --transcribed: why the evidence is not committed")
+    p.set_defaults(func=_reference)
+    p = sub.add_parser("docs", help="write the results pages (docs/results/) and every generated block of "
+                                    "README.md and docs/ from the reference folders")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page or block differs")
+    p.add_argument("--repo", help="the repository (default: the working directory)")
+    p.set_defaults(func=_docs)
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "configfile", None):
+            _targets_after_configfile(args, {"check": "items", "check-config": "items", "list": "paper"}.get(
+                args.verb, "targets"))
         return args.func(args)
     except (DataError, ConfigError) as err:
         print(f"error: {err}", file=sys.stderr)

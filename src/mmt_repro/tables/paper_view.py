@@ -288,11 +288,20 @@ def results_doc(path: str | Path, config_dir: str | Path | None = None, source: 
         "(`mmt_repro.tables.build.verdict`). The long form, with standard deviations, seeds and "
         f"p-values: `python -m mmt_repro show {source}`.",
     ]
+    return "\n".join(out + table_sections(tables)) + "\n"
+
+
+def table_sections(tables: Sequence[PaperTable], heading: str = "##", runs_link=None) -> list[str]:
+    """The lines of a results page below its header: per paper a section, per table its grid,
+    its notes and the checkpoints behind each system. ``runs_link``: checkpoint path -> the
+    Markdown that names it (default: the path as code)."""
+    out: list[str] = []
+    runs_link = runs_link or (lambda x: f"`{x}`")
     papers = _order([t.paper for t in tables])
     for p in papers:
-        out += ["", f"## {p}"]
+        out += ["", f"{heading} {p}"]
         for t in (t for t in tables if t.paper == p):
-            out += ["", to_markdown(t, heading="###")]
+            out += ["", to_markdown(t, heading=heading + "#")]
             if t.notes:
                 out += ["", "Notes:", ""]
                 every = set(t.grid.index)
@@ -304,5 +313,5 @@ def results_doc(path: str | Path, config_dir: str | Path | None = None, source: 
                 for system, paths in t.runs.items():
                     n = t.seeds.get(system, len(paths))
                     out.append(f"- {system} ({n} seed{'s' if n != 1 else ''}): "
-                               + ", ".join(f"`{x}`" for x in paths))
-    return "\n".join(out) + "\n"
+                               + ", ".join(runs_link(x) for x in paths))
+    return out
