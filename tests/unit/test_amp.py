@@ -73,7 +73,13 @@ def test_one_bf16_autocast_update_of_every_model(name, cfg, slots):
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     sums = StepSums()
-    train_update(model, opt, [batch], torch.device("cpu"), amp=True, clip_norm=1.0, sums=sums, step=1)
+    try:
+        train_update(model, opt, [batch], torch.device("cpu"), amp=True, clip_norm=1.0, sums=sums, step=1)
+    except RuntimeError as err:  # oneDNN's fused LSTM (packed sequences) has no bf16 kernel without AVX-512 BF16
+        if "primitive descriptor" in str(err) and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            pytest.skip(f"this CPU has no bf16 oneDNN kernels for {name}'s LSTM ({str(err).splitlines()[0][:60]}); "
+                        "its GPU path is timed by benchmarks/gpu_calibration.py")
+        raise
     for h in hooks:
         h.remove()
     assert torch.bfloat16 in dtypes, "the forward pass did not run under bf16 autocast"

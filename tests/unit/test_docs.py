@@ -103,6 +103,15 @@ def test_docs_check_fails_on_a_hand_edited_figure(tmp_path, capsys):
     assert main(["docs", "--check", "--repo", str(repo)]) == 0
 
 
+def test_every_relative_link_in_the_docs_resolves():
+    link = re.compile(r"\]\((?!https?:|mailto:|#)([^)#\s]+)(#[^)]*)?\)")
+    code = re.compile(r"```.*?```|`[^`\n]*`", re.S)  # links inside code are code
+    broken = [f"{f.relative_to(REPO)}: {m.group(1)}" for f in doc_files(REPO)
+              for m in link.finditer(code.sub("", f.read_text(encoding="utf-8")))
+              if not (f.parent / m.group(1)).exists()]
+    assert broken == []
+
+
 def _recipe_commands() -> list[str]:
     """The `python -m mmt_repro` commands of the README's numbered cluster recipe, as written."""
     text = (REPO / "README.md").read_text(encoding="utf-8")

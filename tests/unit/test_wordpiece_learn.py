@@ -1,7 +1,7 @@
 """The learnt WordPiece vocabulary (text/wordpiece.py, rule learn_wordpiece) is the same file in
 every process: its line order is the id layout of BertGen's embeddings, so a vocabulary that
-changed run to run trained a different model from the same seed (docs/bertgen.md, "Run-to-run
-nondeterminism")."""
+changed run to run trained a different model from the same seed (docs/bertgen.md,
+deviation 29)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ curve or a ``.last.pt``: stopped by a signal, a time cap or a session's end, or 
 not started. For a run with a curve: its epochs, the best validation BLEU and its epoch, the
 epochs since, and the latest epoch at which the stopping rule can end it (best epoch + patience,
 at most ``max_epochs``) with the time that leaves at its median epoch so far. A long run that
-resumes across sessions (docs/emb_pred.md, "At the paper's own setting") reports from here."""
+resumes across sessions (docs/results/paper_multi30k_fr_en.md) reports from here."""
 
 from __future__ import annotations
 

@@ -73,12 +73,15 @@ def results_page(folder: Path, repo: Path) -> str:
     configs = " ".join(f"`{c}`" for c in record["configfiles"]) or "`config/config.yaml`"
     targets = " ".join(record["targets"])
     cmd = f"snakemake {targets} " + " ".join(f"--configfile {c}" for c in record["configfiles"])
+    if record["evidence"] == "run folder":
+        evidence = "copied from the run folder (tables, score files with their signatures, translations, curves, job records)"
+    elif record["tables"]:
+        evidence = ("transcribed: the score files were rebuilt from the per-seed figures recorded when the runs "
+                    f"finished ([`transcribed/`]({rel}/transcribed/)); the table code built the tables from them")
+    else:
+        evidence = "none but the figures transcribed below" if (folder / "transcribed").is_dir() else "none"
     head = [("configuration", configs), ("command", f"`{cmd.strip()}`"),
-            ("evidence", f"[`{folder.relative_to(repo).as_posix()}/`]({rel}/{REFERENCE_FILE}): " + (
-                "copied from the run folder (tables, score files with their signatures, translations, "
-                "curves, job records)" if record["evidence"] == "run folder" else
-                "transcribed: the score files were rebuilt from the per-seed figures recorded when the runs "
-                f"finished ([`transcribed/`]({rel}/transcribed/)); the table code built the tables from them")),
+            ("evidence", f"[`{folder.relative_to(repo).as_posix()}/`]({rel}/{REFERENCE_FILE}): {evidence}"),
             ("not committed", record.get("not_committed", "")),
             ("built", record.get("built", "")),
             ("commit", ", ".join(f"`{c[:12]}`" for c in record.get("commits", [])) or "not recorded"),
@@ -104,6 +107,14 @@ def results_page(folder: Path, repo: Path) -> str:
                   "standard deviations, `(differs)` where the run differs from the paper in a declared way)._"]
         tables = paper_tables(df, None, _config(repo / "config"), _published(repo / "config"))
         lines += table_sections(tables, heading="##")
+    figures = sorted(f for f in (folder / "transcribed").glob("*.tsv") if f.name not in ("scores.tsv", "runs.tsv"))
+    if figures:
+        lines += ["", "## Transcribed figures", "", "Figures of this configuration's analyses, transcribed from the "
+                  "record of the runs (their evidence files are not committed); the paper pages read them."]
+        for f in figures:
+            lines += ["", f"### [`{f.name}`]({rel}/transcribed/{f.name})", "", *tsv_table(f)]
+    if not len(df) and not figures:
+        lines += ["", "No table or figure of this configuration is committed: run the command above to produce them."]
     others = [t for t in record["tables"] if t["kind"] != "translation"]
     if others:
         lines += ["", "## Analyses and figures", ""]
@@ -168,8 +179,9 @@ def _block_reproduced(repo: Path, where: Path, paper: str) -> list[str]:
         if record.get("purpose") == "smoke":
             smoke = record["name"]
             continue
-        rows = df[(df["paper"] == paper) & df["ours"].notna()]
-        if rows.empty:
+        ran = df[(df["paper"] == paper) & df["ours"].notna()]
+        rows = ran[ran["paper_value"].notna()]
+        if ran.empty:
             continue
         kind = {"paper": "at the paper's own setting", "check": "a bounded check on real text"}.get(
             record.get("purpose"), "")
@@ -183,6 +195,9 @@ def _block_reproduced(repo: Path, where: Path, paper: str) -> list[str]:
             delta = "" if pd.isna(r.delta) else f"{r.delta:+.2f}"
             lines.append(f"| {r.table} | {r.system} | {r.test_set} | {r.metric} | {r.ours:.2f} ({std}{r.n_seeds}) "
                          f"| {paper_v} | {delta} | {r.verdict} |")
+        if len(ran) > len(rows):
+            lines.append(f"\n{len(ran) - len(rows)} more rows of ours have no published value beside them (other test "
+                         "sets, decodings the paper does not report): the results page has them.")
         lines.append("")
     if not lines:
         lines = ["No row of this paper has run at its own setting or in a bounded check yet.", ""]

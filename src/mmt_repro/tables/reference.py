@@ -280,13 +280,17 @@ def _score_wildcards(score: str) -> dict:
 def transcribed_reference(plan, targets, out_dir: Path, configfiles=(), reason: str = "", purpose: str = "paper") -> dict:
     """A reference folder whose scores come from its transcription (see the module docstring):
     writes the score files and the reference tables with the table code, and a record saying
-    what was not committed (``reason``)."""
+    what was not committed (``reason``). Without ``transcribed/scores.tsv`` the record alone: a
+    configuration that ran, whose evidence was not kept (its page says so, and shows whatever
+    other transcribed figures the folder holds)."""
     from ..plan.progress import target_tables
 
     out_dir = Path(out_dir)
-    tables = target_tables(plan, targets)
+    has_scores = (out_dir / TRANSCRIPT).is_file()  # without it: a record of what was not kept, no tables
+    tables = target_tables(plan, targets) if has_scores else []
     jobs = _table_jobs(plan, tables)
-    scores_from_transcript(out_dir, plan, jobs)
+    if has_scores:
+        scores_from_transcript(out_dir, plan, jobs)
     published = Path(jobs[0]["inputs"]["published"]) if jobs else Path("config/published_results.tsv")
     record = {
         "name": out_dir.name, "purpose": purpose, "configfiles": [str(c) for c in configfiles], "targets": sorted(str(t) for t in targets),

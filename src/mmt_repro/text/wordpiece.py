@@ -139,7 +139,7 @@ def learn_wordpiece(inputs: list[str | os.PathLike], out: str | os.PathLike, voc
     numbers break ties between pairs of equal count, so two processes on the same text give
     different pieces and a different id order (huggingface/tokenizers#1794; measured here: four
     runs on the smoke's grounded text, four different vocab.txt). The id order is the model's
-    embedding layout, so the same seed trained a different model run to run (docs/bertgen.md).
+    embedding layout, so the same seed trained a different model run to run (docs/bertgen.md, deviation 29).
     The same inputs give the same file, byte for byte, in any process and any line order."""
     from collections import Counter
 
