@@ -235,7 +235,6 @@ def test_every_smoke_table_is_not_comparable(smoke):
     """The smoke run is a synthetic check: no row of it may get a delta against a paper."""
     for paper, table, _ in smoke.enabled_tables():
         assert smoke.table(paper, table).get("comparable") is False, f"{paper}/{table} lacks comparable: false"
-        assert smoke.table_differences(paper, table) == {}
     job = smoke.table_job(W(paper="deepfuse", table="table1"))
     assert set(job.not_comparable) == {"lstm", "vatex", "transformer", "deepfuse"}
 

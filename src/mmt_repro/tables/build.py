@@ -317,7 +317,7 @@ def make_table(
         warnings = [f"seed {s}: {w}" for s, w in zip(grp["seed"], grp["degenerate"]) if w]
         reason = (not_comparable or {}).get(key[0], "")
         comparable = not reason
-        reason = reason or (differences or {}).get(key[0], "")
+        reason = "; ".join(x for x in (reason, (differences or {}).get(key[0], "")) if x)
         rows[key] = {
             "ours": _round2(mean),
             "ours_std": None if std is None else _round2(std),

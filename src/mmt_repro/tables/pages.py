@@ -59,7 +59,14 @@ def _all_rows(folder: Path, record: dict) -> pd.DataFrame:
 
 
 def _hours(seconds) -> str:
-    return "" if seconds in (None, "") else f"{float(seconds) / 3600:.2f} h"
+    if seconds in (None, ""):
+        return ""
+    seconds = float(seconds)
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def _commit(c: str) -> str:
+    return f"`{c[:12]}`" + (" with uncommitted changes" if c.endswith("+dirty") else "")
 
 
 def results_page(folder: Path, repo: Path) -> str:
@@ -84,7 +91,7 @@ def results_page(folder: Path, repo: Path) -> str:
             ("evidence", f"[`{folder.relative_to(repo).as_posix()}/`]({rel}/{REFERENCE_FILE}): {evidence}"),
             ("not committed", record.get("not_committed", "")),
             ("built", record.get("built", "")),
-            ("commit", ", ".join(f"`{c[:12]}`" for c in record.get("commits", [])) or "not recorded"),
+            ("commit", ", ".join(_commit(c) for c in record.get("commits", [])) or "not recorded"),
             ("device", ", ".join(record.get("devices", [])) or "not recorded")]
     lines += ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in head)]
     runs = record.get("runs") or {}
