@@ -156,8 +156,8 @@ def _block_tsv(repo: Path, where: Path, arg: str) -> list[str]:
     if "transcribed" in parts:
         ref = repo.joinpath(*parts[: parts.index("transcribed")])
         reason = ""
-        if (ref / REFERENCE_FILE).is_file():
-            reason = read_record(ref).get("not_committed", "")
+        if (ref / REFERENCE_FILE).is_file() and read_record(ref)["evidence"] == "transcribed":
+            reason = read_record(ref).get("not_committed", "")  # else: a run beside the committed one
         lines += [f"_Transcribed from the record of the run (`{arg}`); its evidence files are not committed"
                   + (f": {reason}" if reason else "") + "._", ""]
     else:
