@@ -139,7 +139,7 @@ class TextPlan:
         paper = wildcards.paper
         rec = self.recipe(paper)
         published = dict(rec.published_vocab)
-        rows, seen = [], set()
+        rows = []
         # the vocabularies the paper's models are trained with: a table's own (dataset, pair), or
         # a `train_on` system's one training run; captioning pairs (im-<lang>) have no source side
         runs = []
@@ -150,15 +150,16 @@ class TextPlan:
                 ds, pair = self.model_location(paper, system, t["dataset"], t["pair"])
                 if not is_captioning(pair) and (ds, pair, t) not in runs:
                     runs.append((ds, pair, t))
+        # one vocabulary per (dataset, pair), whatever the order of the tables that use it: it
+        # serves the back-translated pairs of every table whose systems train on them
+        groups: dict[tuple, list] = {}
         for ds, table_pair, t in runs:
-            pair = self.canonical_pair(paper, ds, table_pair)
-            if (ds, pair) in seen:
-                continue
-            seen.add((ds, pair))
-            uses_bt = any(
-                self.system_settings(paper, s).corpus == "backtranslated"
-                for s in self.settings[paper].systems_needed(t["systems"])
-            )
+            groups.setdefault((ds, self.canonical_pair(paper, ds, table_pair)), []).append(t)
+        for (ds, pair), tables in groups.items():
+            bt_pairs = list(dict.fromkeys(
+                t["pair"] for t in tables
+                if any(self.system_settings(paper, s).corpus == "backtranslated"
+                       for s in self.settings[paper].systems_needed(t["systems"]))))
             for lang in pair.split("-"):
                 base = dict(
                     dataset=ds, pair=pair, lang=lang, vocab=self.vocab_file(paper, ds, pair, lang),
@@ -176,9 +177,9 @@ class TextPlan:
                             words=path("text", dataset=part.dataset or ds, split=part.split,
                                        chain=rec.chain_for(lang), lang=lang),
                         ))
-                if uses_bt:
-                    stem = path("backtranslation", paper=paper, dataset=ds, pair=t["pair"])
-                    side = "src" if lang == t["pair"].split("-")[0] else "tgt"
+                for bt_pair in bt_pairs:
+                    stem = path("backtranslation", paper=paper, dataset=ds, pair=bt_pair)
+                    side = "src" if lang == bt_pair.split("-")[0] else "tgt"
                     rows.append(dict(base, corpus="backtranslated", split=f"synthetic.{side}",
                                      text=f"{stem}/synthetic.{side}"))
         return rows
