@@ -404,4 +404,5 @@ def test_each_papers_smoke_jobs_stay_in_its_budget(smoke_run):
     totals = bench.paper_seconds(smoke_run, list(papers))
     over = {p: f"{totals.get(p, 0.0):.0f} s of {b['smoke_budget_s']}" for p, b in papers.items()
             if totals.get(p, 0.0) > b["smoke_budget_s"]}
-    assert not over, f"over their smoke budget (benchmarks/bench_smoke.py shows the slowest jobs): {over}"
+    assert not over, (f"over their smoke budget (benchmarks/bench_smoke.py shows the slowest jobs): {over}; "
+                      f"every paper: { {p: round(s) for p, s in totals.items()} }")
