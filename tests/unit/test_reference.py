@@ -149,3 +149,14 @@ def test_transcribed_score_files_carry_the_score_jobs_meta():
     assert data["meta"] == plan.score_job(w).meta
     assert data["meta"]["checkpoint"] == "results/models/emb_pred/nmt/multi30k.fr-en.seed2.best.pt"
     assert data["scores"]["bleu"]["value"] == 52.46
+
+
+def test_the_evidence_names_no_path_of_the_machine_that_ran_it():
+    """Absolute paths (the METEOR jar in a score's details) are written relative to the
+    repository or the run folder when the evidence is copied."""
+    import re
+
+    local = re.compile(r'"/(work|root|home|tmp|scratch)/')
+    hits = [str(f.relative_to(REPO)) for folder in FOLDERS for f in folder.rglob("*.json")
+            if local.search(f.read_text(encoding="utf-8"))]
+    assert hits == []

@@ -149,9 +149,18 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
     }
     staging = out_dir.with_name(f".{out_dir.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
+    # absolute paths of the machine that ran (the METEOR jar in a score's details) are written
+    # relative to the repository or the run folder, so that the evidence reads the same anywhere
+    local = sorted({f"{Path(plan.repo).resolve()}/", f"{run_dir.resolve()}/"}, key=len, reverse=True)
     for f in files:
         (staging / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(run_dir / f, staging / f)
+        if f.endswith(".json"):
+            text = (run_dir / f).read_text(encoding="utf-8")
+            for prefix in local:
+                text = text.replace(prefix, "")
+            (staging / f).write_text(text, encoding="utf-8")
+        else:
+            shutil.copyfile(run_dir / f, staging / f)
     keep = out_dir / "transcribed"  # transcriptions are written by hand: never dropped
     if keep.is_dir():
         shutil.copytree(keep, staging / "transcribed")
