@@ -126,15 +126,11 @@ def _export(args) -> int:
 
 
 def _list(args) -> int:
-    from .config import deep_update, load_yaml
-    from .plan import Plan
+    from .plan import load_plan
     from .plan.listing import catalogue, format_catalogue
 
-    repo = Path(__file__).resolve().parents[2]
-    config = load_yaml(repo / "config" / "config.yaml")
-    for f in args.configfile or []:
-        config = deep_update(config, load_yaml(Path(f)))
-    print(format_catalogue(catalogue(Plan(config, repo), args.paper)))
+    plan = load_plan(Path(__file__).resolve().parents[2], args.configfile or [])
+    print(format_catalogue(catalogue(plan, args.paper)))
     return 0
 
 
@@ -155,13 +151,9 @@ def _score(args) -> int:
 
 def _plan_of(configfiles):
     """The plan of config/config.yaml with ``configfiles`` merged on top, from the repository."""
-    from .config import deep_update, load_yaml
-    from .plan import Plan
+    from .plan import load_plan
 
-    config = load_yaml(Path("config/config.yaml"))
-    for f in configfiles or []:
-        config = deep_update(config, load_yaml(Path(f)))
-    return Plan(config, Path("."))
+    return load_plan(Path("."), configfiles or [])
 
 
 def _plan(args) -> int:

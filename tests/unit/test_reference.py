@@ -12,9 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from mmt_repro.cli import main
-from mmt_repro.config import deep_update, load_yaml
 from mmt_repro.io import DataError
-from mmt_repro.plan import Plan
+from mmt_repro.plan import load_plan
 from mmt_repro.tables.build import read_table
 from mmt_repro.tables.reference import (
     TRANSCRIBED_SIGNATURE,
@@ -30,10 +29,7 @@ FOLDERS = reference_folders(REPO / "reference")
 
 
 def _plan(configfiles):
-    config = load_yaml(REPO / "config" / "config.yaml")
-    for f in configfiles:
-        config = deep_update(config, load_yaml(REPO / f))
-    return Plan(config, REPO)
+    return load_plan(REPO, [REPO / f for f in configfiles])
 
 
 def test_the_paper_setting_and_the_smoke_run_have_reference_results():

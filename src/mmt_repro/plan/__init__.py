@@ -19,7 +19,7 @@ from importlib import import_module
 
 # exported name -> module of this package that defines it
 _EXPORTS = {
-    "Plan": "whole",
+    "Plan": "whole", "load_plan": "whole",
     "PATHS": "paths", "WILDCARDS": "paths", "path": "paths", "reversed_pair": "paths",
     "is_captioning": "base", "pattern": "base",
     "code_version": "version",

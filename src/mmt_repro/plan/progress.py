@@ -60,14 +60,14 @@ def progress(plan, targets, folder: Path) -> list[dict]:
     return [run_progress(plan, w, Path(folder)) for w in runs]
 
 
-def target_tables(plan, targets) -> list[tuple[str, str]]:
+def target_tables(plan, targets, every_kind: bool = False) -> list[tuple[str, str]]:
     """(paper, table) of every enabled translation table among ``targets`` (``all.tsv``: all of
     them), in the plan's order: the tables ``progress --scores`` builds from the runs scored so
-    far (:mod:`mmt_repro.tables.interim`)."""
+    far (:mod:`mmt_repro.tables.interim`); ``every_kind``: analyses and curves too."""
     wanted = {str(t) for t in targets}
     return [(p, t) for p, t, _ in plan.enabled
             if (ALL_TABLES in wanted or path("table", paper=p, table=t) in wanted)
-            and plan.table_kind(p, t) == "translation"]
+            and (every_kind or plan.table_kind(p, t) == "translation")]
 
 
 def _hours(seconds) -> str:

@@ -21,3 +21,17 @@ class Plan(RunPlan, TablePlan, TargetPlan, TextPlan, DataPlan, MultitaskPlan, Al
 
     def code_version(self, *entries: str) -> str:
         return code_version(*entries)
+
+
+def load_plan(repo, configfiles=()) -> Plan:
+    """The plan of ``repo``'s ``config/config.yaml`` with ``configfiles`` merged on top in order,
+    as Snakemake's ``--configfile`` does (each path as given, relative to the working directory)."""
+    from pathlib import Path
+
+    from ..config import deep_update, load_yaml
+
+    repo = Path(repo)
+    config = load_yaml(repo / "config" / "config.yaml")
+    for f in configfiles:
+        config = deep_update(config, load_yaml(Path(f)))
+    return Plan(config, repo)

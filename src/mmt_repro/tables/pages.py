@@ -26,6 +26,7 @@ import csv
 import json
 import re
 from collections import Counter
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -218,22 +219,20 @@ def _published_counts(repo: Path) -> Counter:
     return Counter(pub["paper"])
 
 
-def _plan(repo: Path, configfiles=()):
-    from ..config import deep_update, load_yaml
-    from ..plan import Plan
+@lru_cache(maxsize=4)
+def _full_plan(repo: Path):
+    """The full configuration's plan and its cost plan (the status and cost blocks share them)."""
+    from ..plan import load_plan
+    from ..plan.cost import cost_plan
 
-    config = load_yaml(repo / "config" / "config.yaml")
-    for f in configfiles:
-        config = deep_update(config, load_yaml(repo / f))
-    return Plan(config, repo)
+    plan = load_plan(repo)
+    return plan, cost_plan(plan, plan.default_targets())
 
 
 def _block_status(repo: Path, where: Path, _arg: str = "") -> list[str]:
-    from ..plan.cost import cost_plan
     from ..plan.listing import catalogue
 
-    plan = _plan(repo)
-    cost = cost_plan(plan, plan.default_targets())
+    plan, cost = _full_plan(repo.resolve())
     published = _published_counts(repo)
     done: dict[str, Counter] = {}
     for record, _folder, df in _reference_rows(repo):
@@ -264,10 +263,7 @@ def _block_status(repo: Path, where: Path, _arg: str = "") -> list[str]:
 
 
 def _block_cost(repo: Path, where: Path, _arg: str = "") -> list[str]:
-    from ..plan.cost import cost_plan
-
-    plan = _plan(repo)
-    cost = cost_plan(plan, plan.default_targets())
+    _, cost = _full_plan(repo.resolve())
     lines = ["| paper | trainings | GPU-hours | largest peak GPU memory (GiB) |", "|---|---|---|---|"]
     for paper, p in cost["papers"].items():
         lines.append(f"| {paper} | {p['jobs']} | {p['hours']:,.1f} | {p['peak_gib']:.2f} |")

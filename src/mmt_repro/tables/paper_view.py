@@ -291,12 +291,10 @@ def results_doc(path: str | Path, config_dir: str | Path | None = None, source: 
     return "\n".join(out + table_sections(tables)) + "\n"
 
 
-def table_sections(tables: Sequence[PaperTable], heading: str = "##", runs_link=None) -> list[str]:
-    """The lines of a results page below its header: per paper a section, per table its grid,
-    its notes and the checkpoints behind each system. ``runs_link``: checkpoint path -> the
-    Markdown that names it (default: the path as code)."""
+def table_sections(tables: Sequence[PaperTable], heading: str = "##") -> list[str]:
+    """The lines of a results page below its header: per paper a section (``heading``), per
+    table its grid, its notes and the checkpoints behind each system."""
     out: list[str] = []
-    runs_link = runs_link or (lambda x: f"`{x}`")
     papers = _order([t.paper for t in tables])
     for p in papers:
         out += ["", f"{heading} {p}"]
@@ -313,5 +311,5 @@ def table_sections(tables: Sequence[PaperTable], heading: str = "##", runs_link=
                 for system, paths in t.runs.items():
                     n = t.seeds.get(system, len(paths))
                     out.append(f"- {system} ({n} seed{'s' if n != 1 else ''}): "
-                               + ", ".join(runs_link(x) for x in paths))
+                               + ", ".join(f"`{x}`" for x in paths))
     return out

@@ -91,12 +91,11 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
     Every file a table needs must exist: a missing one is an error naming it (build the table
     first), and nothing is written then. ``out_dir`` is replaced whole, so a reference never
     mixes two runs."""
-    from ..plan.progress import ALL_TABLES
+    from ..plan.progress import target_tables
 
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     wanted = {str(t) for t in targets}
-    tables = [(p, t, plan.table_kind(p, t)) for p, t, _ in plan.enabled
-              if ALL_TABLES in wanted or path("table", paper=p, table=t) in wanted]
+    tables = [(p, t, plan.table_kind(p, t)) for p, t in target_tables(plan, targets, every_kind=True)]
     if not tables:
         raise DataError(None, f"no enabled table among the targets {sorted(wanted)}",
                         "name table targets, e.g. results/tables/emb_pred/table1.tsv, or results/tables/all.tsv")
