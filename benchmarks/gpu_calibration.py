@@ -20,7 +20,7 @@ It needs only torch (and transformers for BertGen): the package's text and confi
 (sacremoses, subword-nmt, jsonschema, ...) are replaced by stubs when they are not installed,
 since nothing here reads text or configuration files.
 
-    PYTHONPATH=src python3 benchmarks/gpu_calibration.py --out results/calibration/h100.json
+    PYTHONPATH=src python3 benchmarks/gpu_calibration.py --out config/calibration/h100.json
     PYTHONPATH=src python3 benchmarks/gpu_calibration.py --check        # the device contract, bf16 fwd/bwd
     PYTHONPATH=src python3 benchmarks/gpu_calibration.py --device cpu --steps 2 --tiny --out /tmp/cpu.json
 """
@@ -691,7 +691,8 @@ def check(ns, args, device, keys) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=None, help="JSON calibration file (written after every model)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="JSON calibration file, written after every model (the cost plan reads config/calibration/<gpu>.json)")
     ap.add_argument("--device", default="auto", help="auto (CUDA when available) | cuda | cuda:N | cpu")
     ap.add_argument("--only", nargs="+", default=None, metavar="MODEL", help=f"models to run (of {', '.join(CASES)})")
     ap.add_argument("--all", action="store_true", help="every case, the text-only ones too")

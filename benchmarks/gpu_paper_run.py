@@ -11,7 +11,7 @@ finished (its record written), and packs curves, records, logs, translations and
 ``gpu_run.tar.gz`` (the device machine returns at most 8 files). ``--train-limit S`` sends the
 trains still running after S seconds SIGTERM: each saves its ``.last.pt`` and the next ``run``
 on the same (warm) machine resumes it, provided that folder is still there (a carried folder is
-replaced by each call: ``device_session.sh`` therefore runs in a copy outside the repository); a
+replaced by each call, so run it in a copy outside the repository); a
 train whose record exists has finished and is skipped,
 as is a translation already written. Packages the jobs never use there (sacremoses, subword-nmt,
 jsonschema, ...) are stubbed as in ``gpu_calibration.py``. Checkpoints stay on the machine (too

@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("plan", help="cost plan: updates, step time, GPU-hours and resources per training job")
     p.add_argument("targets", nargs="*", help="default: what `snakemake` builds (rule all)")
     p.add_argument("--configfile", nargs="+", help="config files merged on top of config/config.yaml")
-    p.add_argument("--gpu", default=None, help="benchmarks/calibration/<gpu>.json (default: h100; cpu on a CPU run)")
+    p.add_argument("--gpu", default=None, help="config/calibration/<gpu>.json (default: h100; cpu on a CPU run)")
     p.add_argument("--markdown", action="store_true", help="a Markdown table")
     p.set_defaults(func=_plan)
     p = sub.add_parser("progress", help="where each training of the targets stands in a run folder: finished, "

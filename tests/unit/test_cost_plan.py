@@ -20,7 +20,7 @@ from mmt_repro.plan.cost import MiB, cost_plan, format_cost_plan
 from mmt_repro.plan.walk import training_runs
 
 REPO = Path(__file__).resolve().parents[2]
-H100 = json.loads((REPO / "benchmarks" / "calibration" / "h100.json").read_text())
+H100 = json.loads((REPO / "config" / "calibration" / "h100.json").read_text())
 
 
 @pytest.fixture()

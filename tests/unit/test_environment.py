@@ -28,10 +28,11 @@ def test_the_conda_env_is_pyprojects_dependencies_and_java():
     assert any(d.startswith("openjdk") for d in conda) and "python=3.11" in conda
 
 
-def test_no_rule_names_a_per_stage_env():
+def test_every_rule_names_the_one_env_and_no_other():
+    """No per-stage environments: a rule's `conda:` is ENV (envs/mmt-repro.yaml), nothing else."""
     files = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
-    offenders = [f.name for f in files if re.search(r"^\s*conda:", f.read_text(), re.M)]
-    assert offenders == []
+    named = {m for f in files for m in re.findall(r"^\s*conda:\s*\n\s*(\S+)", f.read_text(), re.M)}
+    assert named == {"ENV"}
     assert sorted(p.name for p in (REPO / "envs").iterdir()) == ["mmt-repro-cuda12.yaml", "mmt-repro.def",
                                                                  "mmt-repro.yaml"]
 

@@ -13,7 +13,7 @@ import pytest
 from mmt_repro.execute import run_job
 from mmt_repro.execute.record import provenance
 from mmt_repro.plan.jobs import ScoreJob
-from mmt_repro.plan.version import JOB_CODE, code_version
+from mmt_repro.plan.version import code_version
 
 
 def _score_job(tmp_path) -> ScoreJob:
@@ -37,14 +37,14 @@ def test_a_rule_job_records_the_plans_code_version(tmp_path):
     assert record["provenance"]["code_version"] == "9.9.9+planned00000"
     assert record["scores"]["bleu"]["value"] == pytest.approx(100.0)
     # the planned version is the job's alone: the next provenance (no rule) computes it
-    assert provenance(job)["code_version"] == code_version(*JOB_CODE["score"]) != "9.9.9+planned00000"
+    assert provenance(job)["code_version"] == code_version("score") != "9.9.9+planned00000"
 
 
 def test_without_a_plan_the_code_version_is_computed(tmp_path):
     job = _score_job(tmp_path)
     run_job(job.to_dict(), rule="score")
     record = json.loads((tmp_path / "score.json").read_text(encoding="utf-8"))
-    assert record["provenance"]["code_version"] == code_version(*JOB_CODE["score"])
+    assert record["provenance"]["code_version"] == code_version("score")
 
 
 def test_a_job_starts_without_the_planning_layer(tmp_path):
@@ -62,17 +62,31 @@ def test_a_job_starts_without_the_planning_layer(tmp_path):
 
 def test_a_training_outside_snakemake_records_its_own_models_code_version():
     """A training run without a rule (benchmarks/gpu_paper_run.py) records what train_model's
-    `code` param would be: the trainer and its own model's module, not every model's."""
+    `code` param would be: the training stage's modules and its own model's, not every model's."""
     from pathlib import Path
     from types import SimpleNamespace as W
 
     from mmt_repro.config import load_yaml
     from mmt_repro.plan import Plan
-    from mmt_repro.plan.version import train_code_version
 
     repo = Path(__file__).resolve().parents[2]
     w = W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1")
     plan = Plan(load_yaml(repo / "config" / "config.yaml"), repo)
     job = plan.train_job(w)
-    assert provenance(job)["code_version"] == plan.train_code(w) == train_code_version("emb_pred.nmt")
-    assert provenance(job)["code_version"] != code_version(*JOB_CODE["train"])
+    assert provenance(job)["code_version"] == plan.code_param("train")(w) == code_version("train", "emb_pred.nmt")
+    assert provenance(job)["code_version"] != code_version("train", "bertgen.bertgen")
+
+
+def test_a_decoding_outside_snakemake_finds_its_model_in_the_training_record(tmp_path):
+    """A translate job names a checkpoint, not a model: the model is read from the training's
+    job record beside it (torch-free)."""
+    from mmt_repro.execute.record import _code_version
+    from mmt_repro.plan.jobs import TranslateJob
+
+    stem = tmp_path / "m.seed1"
+    (tmp_path / "m.seed1.job.json").write_text(json.dumps({"job": {"model": "deepfuse.deepfuse"}}))
+    job = TranslateJob(paper="deepfuse", system="x", dataset="d", split="test", pair="en-zh", seed=1,
+                       condition="congruent", checkpoint=f"{stem}.best.pt", direction="forward", decode={},
+                       subword="none", shuffle_seed=None, inputs={}, out="o", stats=None, device="cpu")
+    assert _code_version(job) == code_version("translate", "deepfuse.deepfuse", "deepfuse")
+    assert _code_version(job) != code_version("translate", "emb_pred.nmt", "deepfuse")

@@ -4,7 +4,6 @@ checked by a few `snakemake -n` tests (tests/workflow) and by benchmarks/plan_fi
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,11 +19,9 @@ from mmt_repro.plan import (
     TableJob,
     TrainJob,
     TranslateJob,
-    code_version,
     job_from_dict,
 )
 from mmt_repro.plan.jobs import JOB_KINDS
-from mmt_repro.plan.version import JOB_CODE, closure, model_modules, train_code_version
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -261,75 +258,6 @@ def test_analysis_job_names_its_inputs(smoke):
     assert job.meta["checkpoint"] == "results/models/visual_agreement/soft/grounded.en-de.seed1.best.pt"
 
 
-def test_code_version_follows_the_code_a_job_runs(tmp_path):
-    """A change to the scoring code (metrics/score_files.py) changes the score jobs' code
-    version, not the training jobs' (training imports metrics.mt for validation BLEU, so a change
-    there re-runs training too: module granularity)."""
-    assert {"mmt_repro.metrics.mt", "mmt_repro.metrics.score_files"} <= set(closure(JOB_CODE["score"]))
-    assert "mmt_repro.metrics.mt" in closure(JOB_CODE["train"])
-    assert "mmt_repro.metrics.score_files" not in closure(JOB_CODE["train"])
-    assert not any(m.startswith(("mmt_repro.train", "mmt_repro.models")) for m in closure(JOB_CODE["score"]))
-    root = tmp_path / "mmt_repro"
-    shutil.copytree(REPO / "src" / "mmt_repro", root, ignore=shutil.ignore_patterns("__pycache__"))
-    before = {k: code_version(*v, root=root) for k, v in JOB_CODE.items()}
-    with (root / "metrics" / "score_files.py").open("a") as fh:
-        fh.write("\n\ndef _edited():\n    return 1\n")
-    code_version.cache_clear()
-    after = {k: code_version(*v, root=root) for k, v in JOB_CODE.items()}
-    assert after["score"] != before["score"]
-    assert after["train"] == before["train"] and after["table"] == before["table"]
-
-
-def test_an_edit_to_one_papers_model_reruns_that_papers_trainings_only(tmp_path, full):
-    """A training's code version hashes the trainer and its own model's module (with what that
-    imports), not every model: editing bertgen.py changes BertGen's trainings, not Hirasawa et
-    al.'s; editing layers.py (which emb_pred imports, BertGen does not) the reverse; editing the
-    trainer both. The rule-level version (every model) changes on any of them."""
-    assert model_modules()["emb_pred.ours_text"] == "mmt_repro.models.emb_pred"
-    assert model_modules()["visual_agreement.transformer"] == "mmt_repro.models.visual_agreement_transformer"
-    from mmt_repro.models import available, model_class  # the registry (torch) agrees with the scan
-
-    package = {k: model_class(k).__module__ for k in available() if model_class(k).__module__.startswith("mmt_repro.")}
-    assert model_modules() == package  # (tests register models of their own: not in the package)
-    root = tmp_path / "mmt_repro"
-    shutil.copytree(REPO / "src" / "mmt_repro", root, ignore=shutil.ignore_patterns("__pycache__"))
-    models = ("emb_pred.nmt", "bertgen.bertgen", "visual_agreement.transformer")
-
-    def versions():
-        code_version.cache_clear()
-        closure.cache_clear()
-        return {m: train_code_version(m, root=root) for m in models}, code_version(*JOB_CODE["train"], root=root)
-
-    def edit(rel):
-        with (root / rel).open("a") as fh:
-            fh.write("\n\ndef _edited():\n    return 1\n")
-
-    start, whole = versions()
-    assert len(set(start.values())) == 3 and whole not in start.values()
-    edit("models/bertgen.py")
-    after, whole2 = versions()
-    assert after["bertgen.bertgen"] != start["bertgen.bertgen"] and whole2 != whole
-    assert after["emb_pred.nmt"] == start["emb_pred.nmt"]
-    assert after["visual_agreement.transformer"] == start["visual_agreement.transformer"]
-    edit("models/layers.py")  # emb_pred and Yang's seq2seq (imported by the Transformer variant) use it
-    again, _ = versions()
-    assert again["emb_pred.nmt"] != after["emb_pred.nmt"]
-    assert again["visual_agreement.transformer"] != after["visual_agreement.transformer"]
-    assert again["bertgen.bertgen"] == after["bertgen.bertgen"]
-    edit("train/trainer.py")
-    last, _ = versions()
-    assert all(last[m] != again[m] for m in models)
-    code_version.cache_clear()
-    closure.cache_clear()
-    # the plan's param for a job is its model's version
-    job = full.train_job(W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1"))
-    assert full.train_code(W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1")) \
-        == train_code_version(job.model) == train_code_version("emb_pred.nmt")
-    assert "code=PLAN.train_code" in (REPO / "workflow" / "rules" / "train.smk").read_text()
-    # a model registered outside the package (a paper's `imports`): the whole package's version
-    assert train_code_version("my_paper.model") == code_version(*JOB_CODE["train"])
-
-
 def test_translate_job_of_dump_attention_writes_no_stats(smoke):
     w = W(paper="doubly_attentive", system="nmt_src_img", dataset="grounded", split="test", pair="en-de", seed="1")
     job = smoke.translate_job(w, attention=True)
@@ -350,14 +278,6 @@ def test_significance_compares_every_run_of_the_table_with_its_baseline(full):
     runs = full.table_runs("doubly_attentive", "table1")
     assert len(job.translations) == len(runs) and sorted(job.translations.values()) == job.inputs["translations"]
     assert job.baseline and job.out == "results/significance/doubly_attentive/table1.json"
-
-
-def test_every_job_kind_has_a_code_version_and_a_runner():
-    from mmt_repro.execute import RUNNERS
-
-    assert set(JOB_KINDS) <= set(JOB_CODE) and set(JOB_KINDS) <= set(RUNNERS)
-    for kind in JOB_KINDS:
-        assert code_version(*JOB_CODE[kind]).startswith(("0", "1"))
 
 
 OVERLAYS = sorted(p.name for p in (REPO / "config").glob("*.yaml")

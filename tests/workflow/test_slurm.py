@@ -193,12 +193,15 @@ def test_resume_restores_the_outputs_snakemake_deleted(toy_corpus, tmp_path):
         last_checkpoint=tmp_path / "m.last.pt", curve=tmp_path / "m.curve.tsv",
         train_features=toy_corpus["features"], val_features=toy_corpus["val_features"], device="cpu",
     )
-    first = train(**args)
+    first = train(**args, code="train:000000000001")
     best, curve = weights(tmp_path / "m.best.pt"), (tmp_path / "m.curve.tsv").read_text()
     (tmp_path / "m.best.pt").unlink()  # what Snakemake does to a failed job's outputs
     (tmp_path / "m.curve.tsv").unlink()
-    again = train(**args)
+    again = train(**args, code="train:000000000002")  # a re-run for new code
     assert again["steps"] == first["steps"]  # nothing trained twice
+    # the summary (and so the job record) says which code trained the weights, and that this run restored them
+    assert (first["trained_by_code"], first["restored"]) == (["train:000000000001"], False)
+    assert (again["trained_by_code"], again["restored"]) == (["train:000000000001"], True)
     restored = weights(tmp_path / "m.best.pt")
     assert all(torch.equal(restored[k], best[k]) for k in best)
     assert (tmp_path / "m.curve.tsv").read_text() == curve

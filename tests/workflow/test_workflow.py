@@ -4,6 +4,7 @@ reproduction end to end on CPU (the grounded check: the image really carries inf
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -343,7 +344,7 @@ def test_every_row_names_its_runs_and_each_run_its_job(smoke_run):
     model (its registry key and resolved config); reverse_of rows name the forward checkpoint."""
     import json
 
-    from mmt_repro.plan.version import train_code_version
+    from mmt_repro.plan.version import code_version
 
     table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
     ours = table[(table["ours"] != "") & (table["table"] != "grounded_vad")]
@@ -356,37 +357,82 @@ def test_every_row_names_its_runs_and_each_run_its_job(smoke_run):
             assert record["job"]["kind"] == "train" and record["job"]["best"] == checkpoint
             assert record["model_config_resolved"] and record["settings_hash"]
             # the rule's `code` param as planned (run_job.py passes it; recomputing cost each job ~0.7 s)
-            assert record["code_version"] == train_code_version(record["job"]["model"])
+            assert record["code_version"] == code_version("train", record["job"]["model"], record["job"]["paper"])
+            assert record["code"]["trained_by"] == [record["code_version"]] and record["code"]["restored_by"] is None
     bwd = table[(table["paper"] == "visual_agreement") & (table["system"] == "soft_bwd") & (table["ours"] != "")]
     assert set(bwd["runs"]) == {"results/models/visual_agreement/soft/grounded.en-de.seed1.best.pt"}
 
 
+def _edit_function(file, name):
+    """One statement more at the top of function ``name``'s body: a change to what it does."""
+    import ast
+
+    text = file.read_text(encoding="utf-8")
+    node = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == name)
+    first = node.body[0]
+    doc = isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant)
+    lines = text.splitlines(keepends=True)
+    lines.insert(first.end_lineno if doc else first.lineno - 1, " " * first.col_offset + "_edited = 1\n")
+    file.write_text("".join(lines), encoding="utf-8")
+
+
+def _planned_jobs(dry_run_output: str) -> list[tuple[str, str, str]]:
+    """(rule, outputs, reason) of every job a `snakemake -n` prints."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", dry_run_output):
+        head = re.match(r"(?:local)?rule (\w+):", block)
+        if head:
+            output = re.search(r"^\s+output: (.*)$", block, flags=re.M)
+            reason = re.search(r"^\s+reason: (.*)$", block, flags=re.M)
+            jobs.append((head.group(1), output.group(1) if output else "", reason.group(1) if reason else ""))
+    return jobs
+
+
+def re_planned(smoke_run, src, target="all"):
+    """The jobs a dry run of ``target`` plans in ``smoke_run`` with the package at ``src``:
+    (those whose params, the code version among them, changed; every job)."""
+    env = dict(os.environ, PYTHONPATH=str(src), PYTHONUNBUFFERED="1")
+    res = subprocess.run([*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), target, "-n", "--directory",
+                          str(smoke_run), "--configfile", str(REPO / "config" / "smoke.yaml")], cwd=REPO,
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    jobs = _planned_jobs(res.stdout)
+    return [j for j in jobs if j[2].startswith("Params have changed")], jobs
+
+
 @pytest.mark.e2e
-def test_a_change_to_the_scoring_code_reruns_the_score_jobs_only(smoke_run, tmp_path):
-    """Snakemake re-runs a job whose `code` param changed: editing a function in
-    src/mmt_repro/metrics/score_files.py re-plans the score jobs (and what reads them), not the training."""
+def test_re_runs_follow_the_code_that_decides_each_output(smoke_run, tmp_path):
+    """Snakemake re-runs a job whose `code` param changed (mmt_repro.plan.version), on a copy of
+    the package edited three ways: a METEOR function re-plans the score and significance jobs
+    only; text/moses.py the tokenisation and, through its new outputs, everything downstream;
+    DeepFuse's model DeepFuse's jobs only."""
     import shutil
 
     src = tmp_path / "src"
-    shutil.copytree(REPO / "src" / "mmt_repro", src / "mmt_repro", ignore=shutil.ignore_patterns("__pycache__"))
+    pkg = src / "mmt_repro"
+    shutil.copytree(REPO / "src" / "mmt_repro", pkg, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "config").symlink_to(REPO / "config")  # the package reads the repository's manifest beside src/
-    args = ("all", "-n", "--directory", str(smoke_run), "--configfile", str(REPO / "config" / "smoke.yaml"),
-            "--quiet", "rules")
+    assert re_planned(smoke_run, src) == ([], [])
 
-    def planned(pythonpath):
-        env = dict(os.environ, PYTHONPATH=str(pythonpath), PYTHONUNBUFFERED="1")
-        res = subprocess.run([*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), *args], cwd=REPO,
-                             capture_output=True, text=True, timeout=600, env=env)
-        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
-        return res.stdout + res.stderr
+    def edited(rel, function):
+        _edit_function(pkg / rel, function)
+        try:
+            return re_planned(smoke_run, src)
+        finally:
+            shutil.copy2(REPO / "src" / "mmt_repro" / rel, pkg / rel)
 
-    unchanged = planned(src)
-    assert "score" not in unchanged.split() and "train_model" not in unchanged.split(), unchanged[-2000:]
-    with (src / "mmt_repro" / "metrics" / "score_files.py").open("a", encoding="utf-8") as fh:
-        fh.write("\n\ndef _an_edited_function():\n    return 1\n")
-    changed = planned(src).split()
-    assert "score" in changed and "make_table" in changed
-    assert "train_model" not in changed and "translate" not in changed
+    changed, jobs = edited("models/deepfuse.py", "forward")
+    # (a job whose inputs are new says that first: its changed params may go unmentioned)
+    assert "train_model" in {rule for rule, _, _ in changed} <= {"train_model", "translate", "dump_attention", "analyse"}
+    assert changed and all("/deepfuse/" in out for _, out, _ in changed)
+    assert all("/deepfuse/" in out or rule == "gather_tables" or "tables/all" in out for rule, out, _ in jobs), jobs
+    changed, jobs = edited("metrics/meteor.py", "meteor_score")
+    assert changed and {rule for rule, _, _ in changed} <= {"score", "test_significance"}
+    assert not {"train_model", "translate", "tokenize"} & {rule for rule, _, _ in jobs}
+    changed, jobs = edited("text/moses.py", "preprocess_lines")
+    assert "tokenize" in {rule for rule, _, _ in changed}
+    assert not {"train_model", "translate"} & {rule for rule, _, _ in changed}
+    assert {"tokenize", "train_model", "translate", "score", "make_table"} <= {rule for rule, _, _ in jobs}
 
 
 @pytest.mark.e2e

@@ -14,9 +14,13 @@ rule learn_alignment:
         "results/logs/learn_alignment/{paper}/{dataset}.{pair}.log",
     benchmark:
         "results/benchmarks/learn_alignment/{paper}/{dataset}.{pair}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         job=PLAN.alignment_model_params,
-        code=code("alignment_model"),
+        code=code("alignment"),
     script:
         "../scripts/run_job.py"
 
@@ -30,9 +34,13 @@ rule align:
         "results/logs/align/{paper}/{dataset}.{pair}/{split}.log",
     benchmark:
         "results/benchmarks/align/{paper}/{dataset}.{pair}/{split}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         job=PLAN.align_params,
-        code=code("align"),
+        code=code("alignment"),
     script:
         "../scripts/run_job.py"
 
@@ -49,6 +57,10 @@ rule select_alignment_layer:
         "results/logs/select_alignment_layer/{paper}/{system}/{dataset}.{pair}.seed{seed}.log",
     benchmark:
         "results/benchmarks/select_alignment_layer/{paper}/{system}/{dataset}.{pair}.seed{seed}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("decode")
     resources:
@@ -57,5 +69,6 @@ rule select_alignment_layer:
         gpu=PLAN.gpu_count,
     params:
         device=config["device"],
+        code=code("analyse"),
     script:
         "../scripts/select_alignment_layer.py"

@@ -13,6 +13,10 @@ rule assemble_backtranslation:
         "results/logs/assemble_backtranslation/{paper}/{dataset}.{pair}.log",
     benchmark:
         "results/benchmarks/assemble_backtranslation/{paper}/{dataset}.{pair}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         job=PLAN.backtranslation_params,
         code=code("backtranslation"),

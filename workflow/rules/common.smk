@@ -10,7 +10,6 @@ from mmt_repro.config import ConfigError
 from mmt_repro.io import DataError
 from mmt_repro.plan import PATHS, WILDCARDS, path
 from mmt_repro.plan.preflight import preflight
-from mmt_repro.plan.version import JOB_CODE
 
 
 def command_line():
@@ -40,8 +39,8 @@ def requested_targets():
 # The preflight (mmt_repro.plan.preflight, also `python -m mmt_repro check`): the config's schema,
 # every paper's settings and overrides (types too, torch-free), every name in the tables and the
 # requested targets, and every input those targets need that the mirror, the local copies or the
-# config lack, all reported at once without a traceback. A dry run only warns of missing inputs;
-# a job step (--target-jobs) skips them (its inputs are in place).
+# config lack, all reported at once without a traceback. A dry run or a lint only warns of missing
+# inputs (a static check needs none); a job step (--target-jobs) skips them (its inputs are in place).
 _ARGS = command_line()
 _JOB_STEP = "--target-jobs" in sys.argv
 # (the working directory goes in by position: a line starting `workdir=` would be read as
@@ -56,11 +55,13 @@ PREFLIGHT = preflight(
 if PREFLIGHT.problems:
     if (
         _ARGS is not None
-        and getattr(_ARGS, "dryrun", False)
+        and (
+            getattr(_ARGS, "dryrun", False) or getattr(_ARGS, "lint", None) is not None
+        )
         and PREFLIGHT.problems == PREFLIGHT.missing_inputs
     ):
         print(
-            PREFLIGHT.report("mmt-repro (dry run; a real run stops here): "),
+            PREFLIGHT.report("mmt-repro (dry run or lint; a real run stops here): "),
             file=sys.stderr,
         )
     else:
@@ -70,11 +71,20 @@ PLAN = PREFLIGHT.plan
 workflow.global_wildcard_constraints(**WILDCARDS)
 
 
-def code(kind):
-    """The `code` param of a rule: the package version and the hash of the package modules that
-    its kind of job runs (mmt_repro.plan.version.JOB_CODE): a change there re-runs the job.
+# The one software environment of every rule (`--software-deployment-method conda`), and the
+# container built from envs/mmt-repro.def where the config names one (`container:`, e.g.
+# mmt-repro.sif; `--sdm apptainer`).
+ENV = str(Path(workflow.basedir) / "envs" / "mmt-repro.yaml")
+CONTAINER = config.get("container") or None
+
+
+def code(stage):
+    """The `code` param of a rule: the hash of the modules that decide its stage's outputs
+    (mmt_repro.plan.version.STAGES; comments and docstrings do not count), for a training, a
+    decoding or an analysis its own model's too. Snakemake re-runs a job whose `code` changed
+    (a param change; `--rerun-triggers mtime input` leaves params, and so code versions, out).
     """
-    return PLAN.code_version(*JOB_CODE[kind])
+    return PLAN.code_param(stage)
 
 
 def onstart_check_models(log=None):

@@ -26,6 +26,10 @@ rule make_curves:
     wildcard_constraints:
         table=PLAN.tables_of_kind("curves"),
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         job=PLAN.curves_params,
         code=code("curves"),

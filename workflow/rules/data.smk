@@ -29,12 +29,17 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
             "results/benchmarks/generate_grounded/{dataset}.tsv"
         wildcard_constraints:
             dataset="|".join(re.escape(n) for n in _names),
+        conda:
+            ENV
+        container:
+            CONTAINER
         params:
             sizes=PLAN.dataset_value("sizes"),
             seed=PLAN.dataset_value("generator_seed"),
             image_size=PLAN.dataset_value("image_size"),
             langs=list(_langs),
             objects=PLAN.dataset_value("objects", "same"),
+            code=code("grounded"),
         script:
             "../scripts/generate_grounded.py"
 
@@ -58,9 +63,14 @@ rule generate_comparable:
         "results/benchmarks/generate_comparable/{dataset}.tsv"
     wildcard_constraints:
         dataset=PLAN.datasets_of("grounded"),
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         per_image=PLAN.comparable_per_image,
         seed=PLAN.dataset_value("generator_seed"),
+        code=code("grounded"),
     script:
         "../scripts/generate_comparable.py"
 
@@ -76,9 +86,14 @@ rule fetch_input:
         input=PLAN.manifest_inputs,
         file=".+",
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         mirror=PLAN.config_path("inputs", "mirror"),
         local=PLAN.local_input_dir,
+        code=code("fetch"),
     script:
         "../scripts/fetch_input.py"
 
@@ -102,6 +117,12 @@ rule prepare_multi30k:
     wildcard_constraints:
         dataset=PLAN.datasets_of("multi30k"),
         split=MULTI30K_SPLIT,
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("corpora"),
     script:
         "../scripts/prepare_multi30k.py"
 
@@ -118,6 +139,12 @@ rule prepare_multi30k_image_list:
     wildcard_constraints:
         dataset=PLAN.datasets_of("multi30k"),
         split=MULTI30K_SPLIT,
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("corpora"),
     script:
         "../scripts/prepare_multi30k_image_list.py"
 
@@ -134,6 +161,12 @@ rule prepare_multi30k_comparable:
     wildcard_constraints:
         k="[1-5]",
         lang="en|de",
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("corpora"),
     script:
         "../scripts/prepare_multi30k_comparable.py"
 
@@ -149,6 +182,12 @@ rule prepare_multi30k_comparable_image_list:
         "results/benchmarks/prepare_multi30k_comparable_image_list/train_c{k}.tsv"
     wildcard_constraints:
         k="[1-5]",
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("corpora"),
     script:
         "../scripts/prepare_multi30k_comparable_image_list.py"
 
@@ -163,6 +202,12 @@ rule prepare_wmt15:
         "results/logs/prepare_wmt15/wmt15.log",
     benchmark:
         "results/benchmarks/prepare_wmt15/wmt15.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("corpora"),
     script:
         "../scripts/prepare_wmt15.py"
 
@@ -186,9 +231,14 @@ for _dataset in PLAN.prepared_corpora:
             f"results/logs/prepare_corpus/{_dataset}.log",
         benchmark:
             f"results/benchmarks/prepare_corpus/{_dataset}.tsv"
+        conda:
+            ENV
+        container:
+            CONTAINER
         params:
             dataset=_dataset,
             settings=PLAN.dataset_config(_dataset),
+            code=code("corpora"),
         script:
             "../scripts/prepare_corpus.py"
 
@@ -202,10 +252,15 @@ rule corpus_stats:
         "results/logs/corpus_stats/{dataset}.log",
     benchmark:
         "results/benchmarks/corpus_stats/{dataset}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         files=PLAN.stats_files,
         image_lists=PLAN.stats_image_lists,
         train_split=PLAN.stats_train_split,
+        code=code("corpora"),
     script:
         "../scripts/corpus_stats.py"
 
@@ -220,6 +275,12 @@ rule gather_stats:
     benchmark:
         "results/benchmarks/gather_stats/stats.tsv"
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("corpora"),
     script:
         "../scripts/gather_stats.py"
 
@@ -249,6 +310,10 @@ for _name, _layout in PLAN.layout.items():
             f"results/logs/generate_grounded_video/{_name}.log",
         benchmark:
             f"results/benchmarks/generate_grounded_video/{_name}.tsv"
+        conda:
+            ENV
+        container:
+            CONTAINER
         params:
             sizes=PLAN.dataset_config(_name)["sizes"],
             seed=PLAN.dataset_config(_name)["generator_seed"],
@@ -256,5 +321,6 @@ for _name, _layout in PLAN.layout.items():
             n_frames=PLAN.dataset_config(_name).get("frames", 16),
             langs=list(_layout["langs"]),
             time_shuffled=dict(PLAN.dataset_config(_name).get("time_shuffled") or {}),
+            code=code("grounded"),
         script:
             "../scripts/generate_grounded_video.py"

@@ -13,6 +13,10 @@ rule translate:
         "results/logs/translate/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.log",
     benchmark:
         "results/benchmarks/translate/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("decode")
     resources:

@@ -12,6 +12,10 @@ rule train_word_vectors:
         "results/logs/train_word_vectors/{paper}/{dataset}.{lang}.log",
     benchmark:
         "results/benchmarks/train_word_vectors/{paper}/{dataset}.{lang}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     # One fastText thread: the vectors are then a function of the text and the settings.
     threads: 1
     resources:
@@ -19,6 +23,7 @@ rule train_word_vectors:
         runtime=120,
     params:
         settings=PLAN.word_vector_training,
+        code=code("embeddings"),
     script:
         "../scripts/train_word_vectors.py"
 
@@ -34,10 +39,15 @@ rule build_embedding_table:
         "results/logs/build_embedding_table/{paper}/{dataset}.{pair}.{lang}.log",
     benchmark:
         "results/benchmarks/build_embedding_table/{paper}/{dataset}.{pair}.{lang}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     resources:
         mem_mb=8000,
         runtime=60,
     params:
         settings=PLAN.embedding_table_settings,
+        code=code("embeddings"),
     script:
         "../scripts/build_embedding_table.py"

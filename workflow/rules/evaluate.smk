@@ -11,6 +11,10 @@ rule score:
         "results/logs/score/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.log",
     benchmark:
         "results/benchmarks/score/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         job=PLAN.score_params,
         code=code("score"),
@@ -27,6 +31,10 @@ rule dump_attention:
         "results/logs/dump_attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.log",
     benchmark:
         "results/benchmarks/dump_attention/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("decode")
     resources:
@@ -49,6 +57,10 @@ rule analyse:
         "results/logs/analyse/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.log",
     benchmark:
         "results/benchmarks/analyse/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         job=PLAN.analyse_params,
         code=code("analyse"),

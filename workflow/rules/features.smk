@@ -14,8 +14,13 @@ rule list_media:
     wildcard_constraints:
         dataset=PLAN.datasets_of("media"),
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         folder=PLAN.media_folder,
+        code=code("corpora"),
     script:
         "../scripts/list_media.py"
 
@@ -32,6 +37,10 @@ rule extract_features:
         "results/benchmarks/extract_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("grid"),
+    conda:
+        ENV
+    container:
+        CONTAINER
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
     threads: PLAN.threads("features")
     resources:
@@ -47,6 +56,7 @@ rule extract_features:
         image_size=PLAN.feature_param("image_size"),
         batch_size=32,
         device=config["device"],
+        code=code("features"),
     script:
         "../scripts/extract_features.py"
 
@@ -64,6 +74,10 @@ rule extract_regions:
         "results/benchmarks/extract_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("regions"),
+    conda:
+        ENV
+    container:
+        CONTAINER
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
     threads: PLAN.threads("features")
     resources:
@@ -83,6 +97,7 @@ rule extract_regions:
         max_size=PLAN.feature_param("max_size", None),
         given_boxes=PLAN.given_boxes_file,
         device=config["device"],
+        code=code("features"),
     script:
         "../scripts/extract_regions.py"
 
@@ -99,6 +114,10 @@ rule extract_video:
         "results/benchmarks/extract_video/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("video"),
+    conda:
+        ENV
+    container:
+        CONTAINER
     # Intra-op torch threads for CPU extraction; Snakemake scales this down to --cores.
     threads: PLAN.threads("features")
     resources:
@@ -113,6 +132,7 @@ rule extract_video:
         crop_size=PLAN.feature_param("crop_size", 224),
         batch_size=PLAN.feature_param("batch_size", 8),
         device=config["device"],
+        code=code("features"),
     script:
         "../scripts/extract_video.py"
 
@@ -129,12 +149,17 @@ rule import_features:
         "results/benchmarks/import_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.pretrained_sets(regions=False),
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         kind=PLAN.feature_param("import"),
         src=PLAN.pretrained_source,
         layer=PLAN.feature_param("layer", None),
         max_boxes=PLAN.feature_param("max_boxes", 36),
         n_segments=PLAN.feature_param("n_segments", None),
+        code=code("features"),
     script:
         "../scripts/import_features.py"
 
@@ -153,10 +178,15 @@ rule import_regions:
         "results/benchmarks/import_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.pretrained_sets(regions=True),
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         kind=PLAN.feature_param("import"),
         src=PLAN.pretrained_source,
         max_boxes=PLAN.feature_param("max_boxes", 36),
+        code=code("features"),
     script:
         "../scripts/import_regions.py"
 
@@ -175,10 +205,15 @@ rule constant_features:
         "results/benchmarks/constant_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("constant"),
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         n_regions=PLAN.feature_param("max_boxes", 36),
         dim=PLAN.feature_param("dim", 2048),
         value=PLAN.feature_param("value", 0.0),
+        code=code("features"),
     script:
         "../scripts/constant_features.py"
 
@@ -198,6 +233,12 @@ rule standardize_features:
         "results/benchmarks/standardize_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("grid|video"),
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("features"),
     script:
         "../scripts/standardize_features.py"
 
@@ -219,6 +260,12 @@ rule standardize_regions:
         "results/benchmarks/standardize_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("regions"),
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("features"),
     script:
         "../scripts/standardize_features.py"
 
@@ -238,5 +285,11 @@ rule center_features:
         "results/benchmarks/center_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
         feature_set=PLAN.feature_sets_of("grid"),
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("features"),
     script:
         "../scripts/center_features.py"

@@ -17,11 +17,16 @@ rule table_html:
     log:
         "results/logs/table_html/{paper}/{table}.log",
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         kind="table",
         title=lambda w: f"{w.paper} / {w.table}: ours beside the paper",
         caption="ours = mean over seeds (± sample std); paper = the published value; verdict: "
         "within two of the paper's standard deviations (±0.5 without a spread).",
+        code=code("report"),
     script:
         "../scripts/render_html.py"
 
@@ -40,10 +45,15 @@ rule all_html:
     log:
         "results/logs/table_html/all.log",
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         kind="table",
         title="All tables (results/tables/all.tsv)",
         caption="Every paper's tables gathered; the same columns as each table.",
+        code=code("report"),
     script:
         "../scripts/render_html.py"
 
@@ -63,6 +73,10 @@ rule data_html:
     wildcard_constraints:
         report=r"stats|vocab/[a-z][a-z0-9_]*",
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         kind="tsv",
         title=lambda w: {"stats": "Corpora: sentences, tokens, types, OOV rate"}.get(
@@ -70,5 +84,6 @@ rule data_html:
             f"Vocabularies of {w.report.split('/')[-1]}: sizes, merges, <unk> rates",
         ),
         caption="",
+        code=code("report"),
     script:
         "../scripts/render_html.py"

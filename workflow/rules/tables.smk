@@ -10,6 +10,10 @@ rule test_significance:
         "results/logs/test_significance/{paper}/{table}.log",
     benchmark:
         "results/benchmarks/test_significance/{paper}/{table}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         job=PLAN.significance_params,
         code=code("significance"),
@@ -27,9 +31,13 @@ rule make_table:
     benchmark:
         "results/benchmarks/make_table/{paper}/{table}.tsv"
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         job=PLAN.table_params,
-        code=code("table"),
+        code=code("tables"),
     script:
         "../scripts/run_job.py"
 
@@ -45,6 +53,12 @@ rule gather_tables:
     benchmark:
         "results/benchmarks/gather_tables/all.tsv"
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("tables"),
     script:
         "../scripts/gather_tables.py"
 
@@ -66,6 +80,12 @@ rule plot_scores:
     benchmark:
         "results/benchmarks/plot_scores/{paper}/{table}.tsv"
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("report"),
     script:
         "../scripts/plot_scores.py"
 
@@ -87,9 +107,14 @@ rule plot_attention:
     benchmark:
         "results/benchmarks/plot_attention/{paper}/{table}.tsv"
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         index=PLAN.figure_sentence,
         plot=PLAN.figure_plot,
+        code=code("report"),
     script:
         "../scripts/plot_attention.py"
 
@@ -111,5 +136,11 @@ rule plot_rare_words:
     benchmark:
         "results/benchmarks/plot_rare_words/{paper}/{table}.tsv"
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("report"),
     script:
         "../scripts/plot_rare_words.py"

@@ -13,6 +13,12 @@ rule tokenize:
         "results/logs/tokenize/{dataset}/{split}.{chain}.{lang}.log",
     benchmark:
         "results/benchmarks/tokenize/{dataset}/{split}.{chain}.{lang}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("text"),
     script:
         "../scripts/tokenize.py"
 
@@ -26,6 +32,12 @@ rule tokenize_captions:
         "results/logs/tokenize/{dataset}/{split}.{k}.{chain}.{lang}.log",
     benchmark:
         "results/benchmarks/tokenize/{dataset}/{split}.{k}.{chain}.{lang}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("text"),
     script:
         "../scripts/tokenize.py"
 
@@ -41,6 +53,12 @@ rule learn_wordpiece:
         "results/benchmarks/learn_wordpiece/{corpus}.{size}.tsv"
     wildcard_constraints:
         size="[0-9]+",
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("text"),
     script:
         "../scripts/learn_wordpiece.py"
 
@@ -54,8 +72,13 @@ rule learn_bpe:
         "results/logs/learn_bpe/{paper}/{dataset}.{pair}.{side}.log",
     benchmark:
         "results/benchmarks/learn_bpe/{paper}/{dataset}.{pair}.{side}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         symbols=PLAN.bpe_symbols,
+        code=code("text"),
     script:
         "../scripts/learn_bpe.py"
 
@@ -70,6 +93,12 @@ rule apply_bpe:
         "results/logs/apply_bpe/{paper}/{dataset}.{pair}/{split}.{chain}.{lang}.log",
     benchmark:
         "results/benchmarks/apply_bpe/{paper}/{dataset}.{pair}/{split}.{chain}.{lang}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("text"),
     script:
         "../scripts/apply_bpe.py"
 
@@ -83,10 +112,15 @@ rule build_vocab:
         "results/logs/build_vocab/{paper}/{dataset}.{pair}.{side}.log",
     benchmark:
         "results/benchmarks/build_vocab/{paper}/{dataset}.{pair}.{side}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         min_freq=PLAN.vocab_min_freq,
         max_size=PLAN.vocab_max_size,
         wordpiece=PLAN.vocab_is_wordpiece,
+        code=code("text"),
     script:
         "../scripts/build_vocab.py"
 
@@ -101,6 +135,12 @@ rule apply_bpe_corpus:
         "results/logs/apply_bpe_corpus/{paper}/{dataset}.{pair}/{corpus}.{chain}.{lang}.log",
     benchmark:
         "results/benchmarks/apply_bpe_corpus/{paper}/{dataset}.{pair}/{corpus}.{chain}.{lang}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("text"),
     script:
         "../scripts/apply_bpe.py"
 
@@ -118,8 +158,13 @@ rule vocab_report:
         "results/logs/vocab_report/{paper}.log",
     benchmark:
         "results/benchmarks/vocab_report/{paper}.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
     params:
         rows=PLAN.vocab_report_rows,
         max_len=PLAN.recipe_max_len,
+        code=code("text"),
     script:
         "../scripts/vocab_report.py"

@@ -25,6 +25,10 @@ rule train_model:
     # run's longest job (BertGen's 13-task run, ~287 H100-hours) needs 8 attempts of 48 h
     # (`python -m mmt_repro plan`, "tries"); without a cap: the global --retries (None).
     retries: PLAN.train_retries()
+    conda:
+        ENV
+    container:
+        CONTAINER
     # Intra-op torch threads; Snakemake scales this down to --cores.
     threads: PLAN.threads("train")
     # host memory >= the feature stores it maps + the model + a margin; runtime >= the estimate
@@ -36,7 +40,7 @@ rule train_model:
         gpu=PLAN.gpu_count,
     params:
         job=PLAN.train_params,
-        code=PLAN.train_code,  # the trainer and this job's own model module (not every paper's)
+        code=code("train"),
     script:
         "../scripts/run_job.py"
 
@@ -53,5 +57,11 @@ rule task_checkpoint:
     log:
         "results/logs/task_checkpoint/{paper}/{system}/{dataset}.{pair}.seed{seed}.{task}.log",
     localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        code=code("task_checkpoint"),
     script:
         "../scripts/task_checkpoint.py"

@@ -6,9 +6,9 @@ package function that does the work, and writes the job record beside the output
 is one, and the hash of the resolved settings. So every number in ``results/tables/all.tsv``
 leads back to the run that made it (docs/adding_a_paper.md).
 
-One module per kind, imported by name when the job runs: what a kind's code version hashes
-(mmt_repro.plan.version.JOB_CODE) is its own module and what that imports, so a change to the
-scoring code re-runs the score jobs and nothing else."""
+One module per kind, imported by name when the job runs. What decides a kind's outputs, and so
+its code version, is declared per stage in :mod:`mmt_repro.plan.version` (``JOB_STAGE``,
+``STAGES``): a change to the scoring code re-runs the score jobs and nothing else."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from ..plan.jobs import Job
-from ..plan.version import JOB_CODE, code_version, train_code_version
+from ..plan.version import JOB_STAGE, STAGES, code_version, package_version
 
 # The code version the plan computed for this process's job (the rule's `code` param, the string
 # Snakemake compares to decide a re-run), set by :func:`mmt_repro.execute.run_job`. Recomputing it
@@ -46,9 +46,30 @@ def git_commit(repo: Path | None = None) -> str | None:
     return f"{head}+dirty" if dirty else head
 
 
+def _trained_model(checkpoint: str | None) -> str | None:
+    """The model a checkpoint holds, from the training's job record beside it (torch-free)."""
+    if not checkpoint:
+        return None
+    stem = str(checkpoint).split(".best.")[0]
+    try:
+        return json.loads(Path(f"{stem}.job.json").read_text(encoding="utf-8"))["job"]["model"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _code_version(job: Job) -> str:
-    """The code version the plan gives this job (the rule's `code` param)."""
-    return train_code_version(job.model) if job.kind == "train" else code_version(*JOB_CODE[job.kind])
+    """The code version the plan gives this job (the rule's `code` param: mmt_repro.plan.version)."""
+    stage = JOB_STAGE[job.kind]
+    if not STAGES[stage].per_model:
+        return code_version(stage)
+    meta = getattr(job, "meta", None) or {}
+    model = getattr(job, "model", None) or _trained_model(getattr(job, "checkpoint", None) or meta.get("checkpoint"))
+    return code_version(stage, model, getattr(job, "paper", None) or meta.get("paper"))
+
+
+def code_of(job: Job) -> str:
+    """This process's job's code version: the plan's (a rule's `code` param) or computed."""
+    return _planned_code or _code_version(job)
 
 
 def provenance(job: Job) -> dict:
@@ -56,7 +77,8 @@ def provenance(job: Job) -> dict:
     return {
         "job": job.to_dict(),
         "settings_hash": job.settings_hash(),
-        "code_version": _planned_code or _code_version(job),
+        "code_version": code_of(job),
+        "package_version": package_version(),
         "git_commit": git_commit(),
     }
 

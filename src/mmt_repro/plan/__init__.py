@@ -23,6 +23,7 @@ _EXPORTS = {
     "PATHS": "paths", "WILDCARDS": "paths", "path": "paths", "reversed_pair": "paths",
     "is_captioning": "base", "pattern": "base",
     "code_version": "version",
+    "STAGES": "version",
     **{name: "jobs" for name in ("Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob",
                                  "SignificanceJob", "CurvesJob", "AlignmentModelJob", "AlignJob",
                                  "BacktranslationJob", "job_from_dict")},

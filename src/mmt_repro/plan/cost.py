@@ -1,5 +1,5 @@
 """The cost of training before the run: per training job, the updates it will run, the step time
-measured on a device type (``benchmarks/calibration/<gpu>.json``, made by
+measured on a device type (``config/calibration/<gpu>.json``, made by
 benchmarks/gpu_calibration.py), GPU-hours, peak GPU memory and wall clock; and the SLURM
 resources of ``train_model`` (host memory >= the feature stores it maps + the model + a margin;
 runtime >= the estimate, capped at ``max_runtime_min`` with resume-by-retry). Torch-free.
@@ -51,7 +51,7 @@ def load_calibration(file: str) -> dict:
 
 
 def calibration_file(repo, gpu: str) -> Path:
-    return Path(repo) / "benchmarks" / "calibration" / f"{gpu}.json"
+    return Path(repo) / "config" / "calibration" / f"{gpu}.json"
 
 
 def device_label(cal: dict) -> str:

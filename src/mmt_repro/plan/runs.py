@@ -10,7 +10,6 @@ from ..settings import as_plain
 from .base import is_captioning
 from .jobs import AnalyseJob, ScoreJob, TrainJob, TranslateJob
 from .paths import path, reversed_pair
-from .version import train_code_version
 
 RUN_KEYS = ("paper", "system", "dataset", "split", "pair", "seed", "condition", "analysis")
 
@@ -51,6 +50,13 @@ class RunPlan:
         if settings.decode_of:
             return settings.decode_of, wildcards.pair, "forward"
         return wildcards.system, wildcards.pair, "forward"
+
+    def model_of(self, paper: str, system: str) -> str:
+        """The registry key of the model that ``system``'s runs train or decode (a `reverse_of`
+        or `decode_of` system decodes another system's model)."""
+        settings = self.system_settings(paper, system)
+        own = settings.reverse_of or settings.decode_of
+        return self.system_settings(paper, own).model if own else settings.model
 
     def checkpoint_of(self, paper, system, dataset, pair, seed) -> str:
         """The best checkpoint that a run of ``system`` on (dataset, pair) decodes."""
@@ -194,12 +200,6 @@ class RunPlan:
 
     def train_params(self, wildcards) -> dict:
         return self.train_job(wildcards).to_dict()
-
-    def train_code(self, wildcards) -> str:
-        """train_model's `code` param: the trainer's code and the job's own model's module
-        (:func:`~mmt_repro.plan.version.train_code_version`), so an edit to one paper's model
-        re-runs that paper's trainings only."""
-        return train_code_version(self.train_job(wildcards).model)
 
     def train_priority(self, wildcards) -> int:
         """train_model's priority, below every other rule's (Snakemake's default 0): -1 for a

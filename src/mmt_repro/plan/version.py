@@ -1,37 +1,181 @@
-"""Which code a job runs, as a short version string that Snakemake compares (a rule param):
-the package version plus a hash of the source of every package module the job's entry modules
-import, directly or not (read statically with ``ast``: nothing is imported, torch never).
+"""Which code decides a job's output, as a short version string that Snakemake compares (every
+rule's ``code`` param): a hash of the source of the modules the rule's *stage* declares
+(:data:`STAGES`), with comments, docstrings and layout left out, so that only a change to what
+the code does re-runs a job.
 
-Snakemake re-runs a job when a param changes, so a fix in ``src/mmt_repro/metrics/`` re-runs
-the score jobs, and only the jobs whose code imports it."""
+A stage declares the modules that decide its outputs, not what its code happens to import: a
+training's validation BLEU is part of training, METEOR is not; a training hashes its own
+model's module (and the shared layers), not the other papers' models. The tests hold each
+stage's declaration against the import closure of its entry modules: every module the closure
+reaches is either declared as deciding the output, or named as not deciding it, with the reason
+(:data:`NEUTRAL`, ``Stage.not_deciding``), so a new import must be placed before it lands.
+
+Read statically with ``ast`` and ``tokenize``: nothing is imported, torch never."""
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import re
+import tokenize
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 PACKAGE = "mmt_repro"
-
-# The package modules each kind of job runs: what its code version hashes. A subpackage named
-# here brings all its modules (the model registry imports models by name, which no import shows).
-JOB_CODE = {
-    "train": ("mmt_repro.execute.train", "mmt_repro.models"),
-    "translate": ("mmt_repro.execute.translate", "mmt_repro.models"),
-    "score": ("mmt_repro.execute.score",),
-    "analyse": ("mmt_repro.execute.analyse", "mmt_repro.analyses", "mmt_repro.models"),
-    "table": ("mmt_repro.execute.table",),
-    "significance": ("mmt_repro.execute.significance",),
-    "curves": ("mmt_repro.execute.curves",),
-    "alignment_model": ("mmt_repro.execute.alignment",),
-    "align": ("mmt_repro.execute.alignment",),
-    "backtranslation": ("mmt_repro.execute.backtranslation",),
-}
 ROOT = Path(__file__).resolve().parents[1]  # src/mmt_repro, the package jobs import
 MODELS = f"{PACKAGE}.models"
 _REGISTER = re.compile(r"""@register\(\s*["']([^"']+)["']""")
+
+
+def _m(*names: str) -> tuple[str, ...]:
+    return tuple(f"{PACKAGE}.{n}" if n else PACKAGE for n in names)
+
+
+# Modules that never decide what a job writes: how a job runs (logging, atomic writes, the
+# device, the step runner, the job record), the plan that hands it its params (the params are
+# compared on their own), and package ``__init__`` files that only re-export or register.
+NEUTRAL = frozenset(_m(
+    "", "io", "device", "runtime", "config",
+    "execute", "execute.record",
+    "plan", "plan.jobs", "plan.version",
+    "data", "features", "text", "metrics", "models", "train", "decode", "tables", "analyses",
+))
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the workflow: the modules its rules call (``entries``), those whose code
+    decides its outputs (``decides``, hashed), and those its entries import that do not decide
+    them (``not_deciding``: module -> why). ``per_model``: the job's own model module (and the
+    model and text modules it imports) decides its output too, with the paper's own data
+    modules (:data:`MODEL_CODE`)."""
+
+    entries: tuple[str, ...]
+    decides: tuple[str, ...]
+    not_deciding: dict[str, str] = field(default_factory=dict)
+    per_model: bool = False
+    per_paper_analyses: bool = False
+
+
+_UNROLL = "BertGen's multi-task unrolling: decides BertGen's jobs only (MODEL_CODE)"
+_OTHER_METRICS = "lazily imported by metrics.mt for the test-set scores; training validates with BLEU only"
+_SEGMENTATION = "text preparation (the text stage); a job here reads its output files"
+_MODEL_SHARED = _m("models.base", "models.registry", "checkpoint")
+
+STAGES: dict[str, Stage] = {
+    "fetch": Stage(entries=_m("data.fetch"), decides=_m("data.fetch", "data.manifest")),
+    "corpora": Stage(
+        entries=_m("data.multi30k", "data.wmt", "data.prepare", "data.media"),
+        decides=_m("data.prepare", "data.corpora", "data.checks", "data.captions", "data.multi30k", "data.iwslt",
+                   "data.vatex", "data.newstest", "data.wmt", "data.stats", "data.archives", "data.manifest",
+                   "data.media", "text.moses"),
+    ),
+    "grounded": Stage(
+        entries=_m("data.grounded", "data.grounded_agreement", "data.grounded_video"),
+        decides=_m("data.grounded", "data.grounded_agreement", "data.grounded_captions", "data.grounded_video"),
+    ),
+    "text": Stage(
+        entries=_m("text.recipes", "text.bpe", "text.wordpiece", "text.vocab"),
+        decides=_m("text.moses", "text.recipes", "text.bpe", "text.wordpiece", "text.zh_segment", "text.vocab"),
+    ),
+    "embeddings": Stage(entries=_m("text.word_vectors"), decides=_m("text.word_vectors", "text.vocab")),
+    "features": Stage(
+        entries=_m("features.grid", "features.regions", "features.video", "features.pretrained",
+                   "features.constant", "features.standardize"),
+        decides=_m("features.store", "features.images", "features.extractors", "features.detectors", "features.grid",
+                   "features.regions", "features.video", "features.pretrained", "features.constant",
+                   "features.standardize"),
+    ),
+    "alignment": Stage(entries=_m("execute.alignment"), decides=_m("execute.alignment", "text.align")),
+    "backtranslation": Stage(
+        entries=_m("execute.backtranslation"),
+        decides=_m("execute.backtranslation", "data.backtranslation", "text.bpe"),
+    ),
+    "train": Stage(
+        entries=_m("execute.train"),
+        decides=_m("execute.train", "train.trainer", "train.step", "train.prefetch", "train.resume",
+                   "train.task_best", "data.batching", "data.resident", "data.feature_reads", "features.store",
+                   "decode.loop", "decode.search", "metrics.mt", "text.recipes", "text.vocab", "text.bpe",
+                   "settings") + _MODEL_SHARED,
+        not_deciding={
+            f"{PACKAGE}.data.unroll": _UNROLL,
+            f"{PACKAGE}.metrics.meteor": _OTHER_METRICS,
+            f"{PACKAGE}.metrics.cider": _OTHER_METRICS,
+            f"{PACKAGE}.text.moses": _SEGMENTATION,
+            f"{PACKAGE}.text.zh_segment": _SEGMENTATION,
+            f"{PACKAGE}.text.wordpiece": "merges WordPiece validation output: BertGen's jobs only (MODEL_CODE)",
+        },
+        per_model=True,
+    ),
+    # a multi-task run's best checkpoint of one task, copied out of the training's folder
+    "task_checkpoint": Stage(entries=_m("train.task_best"), decides=_m("train.task_best")),
+    "translate": Stage(
+        entries=_m("execute.translate"),
+        decides=_m("execute.translate", "decode.translate", "decode.loop", "decode.search", "data.batching",
+                   "data.feature_reads", "features.store", "text.vocab", "text.recipes", "text.bpe",
+                   "settings") + _MODEL_SHARED,
+        not_deciding={
+            f"{PACKAGE}.data.unroll": _UNROLL,
+            f"{PACKAGE}.text.moses": _SEGMENTATION,
+            f"{PACKAGE}.text.zh_segment": _SEGMENTATION,
+            f"{PACKAGE}.text.wordpiece": "merges WordPiece output: BertGen's jobs only (MODEL_CODE)",
+        },
+        per_model=True,
+    ),
+    "score": Stage(
+        entries=_m("execute.score"),
+        decides=_m("execute.score", "metrics.score_files", "metrics.mt", "metrics.meteor", "metrics.cider",
+                   "text.recipes", "text.wordpiece", "text.bpe", "text.moses", "text.zh_segment"),
+    ),
+    "analyse": Stage(
+        entries=_m("execute.analyse", "analyses.run"),
+        decides=_m("execute.analyse", "analyses.run", "analyses.registry", "data.batching", "data.feature_reads",
+                   "features.store", "metrics.vad", "metrics.rare_words", "text.vocab", "text.recipes",
+                   "text.bpe") + _MODEL_SHARED,
+        not_deciding={
+            f"{PACKAGE}.data.unroll": _UNROLL,
+            f"{PACKAGE}.settings": "imports a paper's extra modules; the analysis's settings are its params",
+            f"{PACKAGE}.metrics.figures": "figures (the report stage); analyses write numbers",
+            f"{PACKAGE}.data.grounded_video": "the grounded generator's layout, read by DeepFuse's analysis: "
+                                              "DeepFuse's analyses only (MODEL_CODE)",
+            f"{PACKAGE}.text.moses": _SEGMENTATION,
+            f"{PACKAGE}.text.zh_segment": _SEGMENTATION,
+            f"{PACKAGE}.text.wordpiece": _SEGMENTATION,
+        },
+        per_model=True,
+        per_paper_analyses=True,
+    ),
+    "significance": Stage(
+        entries=_m("execute.significance"),
+        decides=_m("execute.significance", "tables.significance", "metrics.multeval", "metrics.mt",
+                   "metrics.meteor", "metrics.cider", "text.recipes", "text.wordpiece", "text.bpe", "text.moses",
+                   "text.zh_segment"),
+    ),
+    "tables": Stage(entries=_m("execute.table", "tables.build"), decides=_m("execute.table", "tables.build")),
+    "curves": Stage(entries=_m("execute.curves"), decides=_m("execute.curves", "tables.curves", "tables.build")),
+    "report": Stage(
+        entries=_m("tables.html", "metrics.figures", "metrics.attention_figure"),
+        decides=_m("tables.html", "tables.paper_view", "tables.build", "metrics.figures", "metrics.attention_figure"),
+    ),
+}
+
+# The job kinds of the plan (plan.jobs) and the stage each belongs to.
+JOB_STAGE = {
+    "train": "train", "translate": "translate", "attention": "translate", "score": "score",
+    "analyse": "analyse", "table": "tables", "significance": "significance", "curves": "curves",
+    "alignment_model": "alignment", "align": "alignment", "backtranslation": "backtranslation",
+}
+
+# A paper's own modules outside its model that decide its trainings, decodings and analyses
+# (keyed by the model module: a paper whose models live in several modules lists each).
+MODEL_CODE = {
+    f"{MODELS}.bertgen": _m("data.unroll", "text.wordpiece"),
+    f"{MODELS}.deepfuse": (),
+}
+# analyses that read a data module of their own
+ANALYSIS_CODE = {"deepfuse": _m("data.grounded_video")}
 
 
 def package_version() -> str:
@@ -64,10 +208,11 @@ def model_modules(root: Path = ROOT) -> dict[str, str]:
     return found
 
 
-def _imports(name: str, file: Path, root: Path, cut_models: bool = False) -> set[str]:
-    """Package modules that ``name`` imports anywhere in its source (functions included).
-    ``cut_models``: the models package's ``__init__`` does not bring the model modules it
-    imports to register them (a training's code is its own model's module, added by name)."""
+def _imports(name: str, file: Path, root: Path) -> set[str]:
+    """Package modules that ``name`` imports anywhere in its source (functions included), with
+    the parent packages that run first. The models package's ``__init__`` and the analyses'
+    runner import every paper's module to register it: those registrations are not followed
+    (a job's own model and analyses are added by name)."""
     tree = ast.parse(file.read_text(encoding="utf-8"))
     is_pkg = file.name == "__init__.py"
     here = name.split(".") if is_pkg else name.split(".")[:-1]
@@ -85,55 +230,150 @@ def _imports(name: str, file: Path, root: Path, cut_models: bool = False) -> set
                 continue
             found.add(mod)
             found.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import submodule`
-    # a module's parent packages run first (their __init__)
     parts = name.split(".")
     found.update(".".join(parts[:i]) for i in range(1, len(parts)))
-    if cut_models and name == MODELS:
+    if name == MODELS:
         found -= set(model_modules(root).values())
+    if name in (f"{PACKAGE}.analyses.run",):
+        found = {m for m in found if not _is_paper_analysis(m, root)}
     return {m for m in found if _module_file(m, root) is not None}
 
 
+def _is_paper_analysis(module: str, root: Path) -> bool:
+    return module.startswith(f"{PACKAGE}.analyses.") and module.rsplit(".", 1)[1] not in ("registry", "run")
+
+
 @lru_cache(maxsize=None)
-def closure(entries: tuple[str, ...], root: Path = ROOT, cut_models: bool = False) -> tuple[str, ...]:
+def closure(entries: tuple[str, ...], root: Path = ROOT) -> tuple[str, ...]:
     """Every package module that the entry modules import, transitively (sorted), the entries
-    included; a subpackage named as an entry brings all its modules (e.g. the model registry's).
-    ``cut_models``: see :func:`_imports`."""
-    todo, seen = [], set()
+    included (registrations of every paper's model or analysis not followed: :func:`_imports`)."""
+    todo, seen = list(entries), set()
     for entry in entries:
-        file = _module_file(entry, root)
-        if file is None:
+        if _module_file(entry, root) is None:
             raise ValueError(f"no module {entry!r} under {root}")
-        todo.append(entry)
-        if file.name == "__init__.py":
-            todo += [f"{entry}.{p.stem}" for p in sorted(file.parent.glob("*.py")) if p.stem != "__init__"]
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
-        todo.extend(_imports(name, _module_file(name, root), root, cut_models) - seen)
+        todo.extend(_imports(name, _module_file(name, root), root) - seen)
     return tuple(sorted(seen))
 
 
-@lru_cache(maxsize=None)
-def code_version(*entries: str, root: Path = ROOT, cut_models: bool = False) -> str:
-    """``<package version>+<12 hex digits>``: the hash of the source of ``closure(entries)``."""
-    digest = hashlib.sha256()
-    for name in closure(tuple(entries), root, cut_models):
-        digest.update(name.encode())
-        digest.update(_module_file(name, root).read_bytes())
-    return f"{package_version()}+{digest.hexdigest()[:12]}"
-
-
-def train_code_version(model: str, root: Path = ROOT) -> str:
-    """The code version of one training: the trainer's code and its own model's module (what that
-    imports included), not the other papers' models. An edit to BertGen re-runs BertGen's
-    trainings, not Hirasawa et al.'s; an edit to the trainer, the shared layers or the registry
-    re-runs them all (and the models package's ``__init__``, which lists the models, is hashed).
-    A model registered outside the package (a paper's ``imports``) gets the whole package's
-    training version, as every training did before."""
-    module = model_modules(root).get(model)
+def _model_part(model: str | None, root: Path) -> tuple[str, ...]:
+    """A model's own module, the model and text modules it imports, and its paper's own data
+    modules (:data:`MODEL_CODE`); empty for no model or one registered outside the package."""
+    module = model_modules(root).get(model) if model else None
     if module is None:
-        return code_version(*JOB_CODE["train"], root=root)
-    entries = tuple(e for e in JOB_CODE["train"] if e != MODELS) + (module,)
-    return code_version(*entries, root=root, cut_models=True)
+        return ()
+    own = {m for m in closure((module,), root) if m.startswith((f"{MODELS}.", f"{PACKAGE}.text."))}
+    own.add(module)
+    own.update(MODEL_CODE.get(module, ()))
+    return tuple(sorted(own))
+
+
+def stage_modules(stage: str, model: str | None = None, paper: str | None = None,
+                  root: Path = ROOT) -> tuple[str, ...]:
+    """The modules whose code decides the outputs of ``stage`` (for ``model``'s and
+    ``paper``'s jobs where the stage is per model), sorted."""
+    spec = STAGES[stage]
+    found = set(spec.decides)
+    if spec.per_model:
+        found.update(_model_part(model, root))
+    if spec.per_paper_analyses and paper:
+        own = f"{PACKAGE}.analyses.{paper}"
+        if _module_file(own, root) is not None:  # the paper's analyses and the models they load
+            found.update(m for m in closure((own,), root) if m.startswith(f"{MODELS}."))
+            found.add(own)
+            found.update(ANALYSIS_CODE.get(paper, ()))
+    return tuple(sorted(found))
+
+
+def unclassified(stage: str, model: str | None = None, paper: str | None = None, root: Path = ROOT) -> set[str]:
+    """Modules the stage's entries (and its model and analyses) import that the stage neither
+    declares as deciding its output nor names as not deciding it: the tests require none."""
+    spec = STAGES[stage]
+    entries = spec.entries + _model_part(model, root) if spec.per_model else spec.entries
+    own = f"{PACKAGE}.analyses.{paper}"
+    if spec.per_paper_analyses and paper and _module_file(own, root) is not None:
+        entries = entries + (own,)
+    reached = set(closure(tuple(entries), root))
+    declared = set(stage_modules(stage, model, paper, root))
+    return reached - declared - NEUTRAL - set(spec.not_deciding)
+
+
+_NO_OUTPUT = {"COMMENT", "NL", "ENCODING", "ENDMARKER"}
+
+
+@lru_cache(maxsize=None)
+def _normalised(file: Path, stamp: tuple[int, int]) -> bytes:  # noqa: ARG001 (stamp: the cache key)
+    """The tokens of ``file`` that decide what it does: no comments, no docstrings, no blank
+    lines or layout (the indentation's depth is kept, its width is not). f-strings count as one
+    string token, as Python 3.11 reads them (3.12 splits them; the hash stays the same)."""
+    source = file.read_text(encoding="utf-8")
+    docstrings = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                docstrings.add((first.lineno, first.col_offset))
+    lines = source.splitlines(keepends=True)
+    out, skipping, fstring = [], False, None
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        kind = tokenize.tok_name[tok.type]
+        if kind == "FSTRING_START":
+            fstring = fstring or [tok.start, 0]
+            fstring[1] += 1
+            continue
+        if fstring is not None:
+            if kind == "FSTRING_END":
+                fstring[1] -= 1
+                if fstring[1] == 0:
+                    (l0, c0), (l1, c1) = fstring[0], tok.end
+                    text = "".join(lines[l0 - 1:l1])[c0: len("".join(lines[l0 - 1:l1 - 1])) + c1]
+                    out.append(f"STRING {text}")
+                    fstring = None
+            continue
+        if kind in _NO_OUTPUT:
+            continue
+        if kind == "STRING" and (tok.start in docstrings or skipping):
+            skipping = True
+            continue
+        if kind == "NEWLINE" and skipping:
+            skipping = False
+            continue
+        skipping = False
+        out.append(kind if kind in ("NEWLINE", "INDENT", "DEDENT") else f"{kind} {tok.string}")
+    return "\n".join(out).encode()
+
+
+def source_digest(file: Path) -> bytes:
+    """The hash input of one module: its normalised tokens (:func:`_normalised`)."""
+    st = file.stat()
+    return _normalised(file, (st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=None)
+def _hash(modules: tuple[str, ...], root: Path) -> str:
+    digest = hashlib.sha256()
+    for name in modules:
+        file = _module_file(name, root)
+        if file is None:
+            raise ValueError(f"no module {name!r} under {root}")
+        digest.update(name.encode() + b"\0")
+        digest.update(source_digest(file) + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def code_version(stage: str, model: str | None = None, paper: str | None = None, root: Path = ROOT) -> str:
+    """``<stage>:<12 hex digits>``: the hash of the modules that decide the stage's outputs
+    (:func:`stage_modules`). A model registered outside the package (a paper's ``imports``) adds
+    nothing: its module is the paper's to version."""
+    return f"{stage}:{_hash(stage_modules(stage, model, paper, root), root)}"
+
+
+def clear_caches() -> None:
+    """Forget every hash (tests that edit a copy of the source)."""
+    for fn in (_hash, _normalised, closure, model_modules):
+        fn.cache_clear()

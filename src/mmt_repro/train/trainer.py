@@ -185,6 +185,7 @@ class _Run:
     last_checkpoint: Path
     curve: Path
     val_tasks: list = field(default_factory=list)  # (name, data, [refs per reference file]) of extra tasks
+    code: str | None = None  # the code version running now (the job's `code`: mmt_repro.plan.version)
     progress: dict = field(default_factory=lambda: {
         "epoch": 1, "batch_in_epoch": 0, "step": 0, "best_bleu": -1.0, "bad_epochs": 0, "history": [], "done": False})
 
@@ -328,6 +329,9 @@ def _means(sums: dict) -> dict:
 def _run_epoch(run: _Run, flag: _SignalFlag, started: float, elapsed_before: float) -> tuple[dict, float, str | None]:
     """Train the rest of the current epoch. Returns (sums, seconds, budget stop reason or None)."""
     cfg, p = run.cfg, run.progress
+    trained_by = p.setdefault("trained_by", [])  # the code versions that trained these weights
+    if run.code and run.code not in trained_by:
+        trained_by.append(run.code)
     batches = run.train_data.train_batches(cfg.batch_size, cfg.seed, p["epoch"], by_tokens=cfg.batch_by_tokens)
     run.model.train()
     # Sums stay on the device; they are read (one host sync) only to log, before a checkpoint
@@ -443,7 +447,7 @@ def _loop(run: _Run) -> str:
     return stop_reason
 
 
-def _finish(run: _Run, stop_reason: str) -> dict:
+def _finish(run: _Run, stop_reason: str, steps_before: int) -> dict:
     # Snakemake deletes the outputs of a failed (e.g. cancelled) job; a resumed run restores them.
     if not run.best_checkpoint.exists() and run.best_copy.exists():
         _copy_atomic(run.best_copy, run.best_checkpoint)
@@ -458,6 +462,9 @@ def _finish(run: _Run, stop_reason: str) -> dict:
         "stop_reason": stop_reason,
         "train_target_tokens_per_epoch": run.train_data.n_target_tokens(),
         "elapsed_s": p["history"][-1]["elapsed_s"] if p["history"] else 0.0,
+        # which code trained the weights, and whether this call only restored a finished run
+        "trained_by_code": list(p.get("trained_by", [])),
+        "restored": p["step"] == steps_before,
     }
     log.info("training finished: %s", summary)
     return summary
@@ -488,6 +495,7 @@ def train(
     train_extras: dict | None = None,
     pair: str | None = None,
     tasks: list[dict] | None = None,
+    code: str | None = None,
 ) -> dict:
     """Train ``model_name`` and write ``best_checkpoint`` (best validation BLEU), the resumable
     ``last_checkpoint`` and the ``curve`` TSV.
@@ -505,7 +513,9 @@ def train(
     of the align stage), in the batch as ``batch[name]`` (lists of lines). ``pair``: the language
     pair (``src-tgt``, ``im-tgt`` for captioning): batches then carry ``src_lang``/``tgt_lang``.
     ``tasks``: the extra training tasks of a multi-task system (:func:`_load_tasks`), handed to
-    the model's ``wrap_training_data(data, tasks)``. Returns a summary dict."""
+    the model's ``wrap_training_data(data, tasks)``. ``code``: the code version running (the
+    job's; kept in the checkpoints' progress as ``trained_by`` for every epoch it trains).
+    Returns a summary dict."""
     cfg = make_train_config(train_config)
     import_model_modules(imports)
     dev = pick_device(device)
@@ -537,7 +547,7 @@ def train(
                     "tgt_size": len(tv)},
         configs={"model": dataclasses.asdict(model.config), "train": dataclasses.asdict(cfg)},
         imports=list(imports), best_checkpoint=Path(best_checkpoint), last_checkpoint=Path(last_checkpoint),
-        curve=Path(curve), val_tasks=val_tasks,
+        curve=Path(curve), val_tasks=val_tasks, code=code,
     )
     if init_checkpoint is not None:
         _init_from(run, Path(init_checkpoint), model_name)
@@ -548,7 +558,8 @@ def train(
         cfg.batch_size, " tokens" if cfg.batch_by_tokens else "", cfg.optimizer,
     )
     log.info("training device: %s", describe_device(dev, amp=bool(cfg.amp)))
-    return _finish(run, _loop(run))
+    steps_before = run.progress["step"]
+    return _finish(run, _loop(run), steps_before)
 
 
 def _make_resident(train_data, device: torch.device) -> None:
