@@ -377,11 +377,11 @@ def _edit_function(file, name):
 
 
 def _planned_jobs(dry_run_output: str) -> list[tuple[str, str, str]]:
-    """(rule, outputs, reason) of every job a `snakemake -n` prints."""
+    """(rule, outputs, reason) of every job a `snakemake -n` prints (not the target rule `all`)."""
     jobs = []
     for block in re.split(r"\n(?=(?:local)?rule \w+:)", dry_run_output):
         head = re.match(r"(?:local)?rule (\w+):", block)
-        if head:
+        if head and head.group(1) != "all":
             output = re.search(r"^\s+output: (.*)$", block, flags=re.M)
             reason = re.search(r"^\s+reason: (.*)$", block, flags=re.M)
             jobs.append((head.group(1), output.group(1) if output else "", reason.group(1) if reason else ""))
