@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mmt_repro.data.batching import ParallelData
+from mmt_repro.datasets.batching import ParallelData
 from mmt_repro.decode.loop import decode_data
 from mmt_repro.models import Vocabs
 from mmt_repro.models.bertgen import BertGen, BertGenConfig, Layout, parameter_count, text_ids

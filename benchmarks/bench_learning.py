@@ -26,7 +26,7 @@ from pathlib import Path
 import mmt_repro  # noqa: F401  (thread settings before torch loads)
 import torch
 
-from mmt_repro.data.batching import ParallelData
+from mmt_repro.datasets.batching import ParallelData
 from mmt_repro.models import Vocabs, build_model
 from mmt_repro.runtime import set_threads
 from mmt_repro.text.vocab import Vocab

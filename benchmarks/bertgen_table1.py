@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mmt_repro.data.unroll import unrolled_count
+from mmt_repro.datasets.unroll import unrolled_count
 from mmt_repro.io import read_lines
 from mmt_repro.text.positions import seq_len_cap
 from mmt_repro.text.recipes import apply_chain

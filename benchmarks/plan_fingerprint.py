@@ -66,6 +66,9 @@ def main():
     ap.add_argument("--configfile", action="append", default=[])
     ap.add_argument("--no-params", action="store_true")
     args = ap.parse_args()
+    # Read as a dry run by the workflow's preflight (workflow/rules/common.smk), so that the
+    # full configuration plans without its inputs in place (missing inputs are reported).
+    sys.argv = ["snakemake", "--dry-run", *args.targets]
     for row in fingerprint(args.targets, args.configfile, not args.no_params):
         sys.stdout.write(json.dumps(row, sort_keys=True) + "\n")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import time
 
-from mmt_repro.data.batching import ParallelData
+from mmt_repro.datasets.batching import ParallelData
 from mmt_repro.decode.loop import decode_data, to_text
 from mmt_repro.decode.translate import load_for_decoding, translate
 from mmt_repro.io import write_lines

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from mmt_repro.checkpoint import load_model, save_checkpoint
-from mmt_repro.data.batching import ParallelData
-from mmt_repro.data.unroll import UnrolledData, unrolled_count
+from mmt_repro.datasets.batching import ParallelData
+from mmt_repro.datasets.unroll import UnrolledData, unrolled_count
 from mmt_repro.text.positions import seq_len_cap
 from mmt_repro.decode.loop import decode_data
 from mmt_repro.models import Vocabs, build_model

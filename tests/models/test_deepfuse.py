@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from mmt_repro.checkpoint import load_model, save_checkpoint
-from mmt_repro.data.grounded_video import direction_accuracy
+from mmt_repro.grounded.video import direction_accuracy
 from mmt_repro.decode.search import beam_search, greedy
 from mmt_repro.models import Vocabs, build_model, make_config, visual_input
 

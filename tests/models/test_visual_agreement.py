@@ -365,7 +365,7 @@ def test_transformer_alignment_block_comes_from_the_resource_and_the_checkpoint(
 def test_select_alignment_layer_scores_every_block_and_records_the_best(tmp_path):
     import json
 
-    from mmt_repro.analyses.visual_agreement import select_alignment_layer
+    from mmt_repro.train.alignment_layer import select_alignment_layer
     from mmt_repro.text.vocab import Vocab
 
     (tmp_path / "x.en").write_text("a red circle .\ntwo blue squares .\n")

@@ -52,8 +52,8 @@ def test_the_import_contracts_hold():
 
 BREAKS = {
     # a model reading the data layer, lazily: the models contract (and the layers one)
-    "models": ("models/base.py", "\n\ndef _broken():\n    from ..data.batching import ParallelData\n\n    return ParallelData\n",
-               "Models import only ground and text", "mmt_repro.models.base -> mmt_repro.data.batching"),
+    "models": ("models/base.py", "\n\ndef _broken():\n    from ..datasets.batching import ParallelData\n\n    return ParallelData\n",
+               "Models import only ground and text", "mmt_repro.models.base -> mmt_repro.datasets.batching"),
     # the settings importing the models again (the old circle): the layers contract
     "settings": ("settings.py", "\n\ndef _broken():\n    import mmt_repro.models  # noqa: F401\n",
                  "Layers", "mmt_repro.settings -> mmt_repro.models"),
@@ -65,7 +65,16 @@ BREAKS = {
                 "Layers", "mmt_repro.tables.build -> mmt_repro.analyses.registry"),
     # planning loading torch
     "torch": ("settings.py", "\n\ndef _broken():\n    import torch  # noqa: F401\n",
-              "Planning imports no torch", "mmt_repro.settings -> torch"),
+              "Planning and corpus preparation import no torch", "mmt_repro.settings -> torch"),
+    # corpus preparation loading torch
+    "corpora-torch": ("corpora/checks.py", "\n\ndef _broken():\n    import torch  # noqa: F401\n",
+                      "Planning and corpus preparation import no torch", "mmt_repro.corpora.checks -> torch"),
+    # the planner reaching for training-time batches
+    "plan-datasets": ("plan/data.py", "\n\ndef _broken():\n    from ..datasets import batching  # noqa: F401\n",
+                      "Layers", "mmt_repro.plan.data -> mmt_repro.datasets.batching"),
+    # a generator reading prepared corpora (the inputs layer's generators sit below corpora)
+    "grounded-corpora": ("grounded/video.py", "\n\ndef _broken():\n    from ..corpora import checks  # noqa: F401\n",
+                         "Layers", "mmt_repro.grounded.video -> mmt_repro.corpora.checks"),
 }
 
 
@@ -95,7 +104,8 @@ def test_the_written_table_and_the_contracts_agree():
     written = [name for cell in rows for name in re.findall(r"`(mmt_repro\.[\w.]+)`", cell)]
     assert written == layer_modules()
     assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == [
-        "faces", "reports", "execution", "checkpoint", "models", "planning", "vocabulary", "ground"]
+        "faces", "reports", "training", "decoding", "training data", "checkpoint", "models", "planning", "inputs",
+        "settings", "text and scores", "ground"]
     (models,) = [c for c in contracts() if c.get("id") == "models"]
     allowed = {"mmt_repro.models", "mmt_repro.text", "mmt_repro.config", "mmt_repro.device", "mmt_repro.io"}
     assert models["source_modules"] == ["mmt_repro.models"]

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from mmt_repro.data.backtranslation import assemble_backtranslation
-from mmt_repro.data.grounded import generate_comparable, generate_grounded
+from mmt_repro.corpora.backtranslation import assemble_backtranslation
+from mmt_repro.grounded.images import generate_comparable, generate_grounded
 from mmt_repro.io import DataError, read_lines
 from mmt_repro.text.bpe import learn_bpe
 from mmt_repro.checkpoint import read_checkpoint

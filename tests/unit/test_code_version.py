@@ -147,7 +147,7 @@ def test_every_module_a_stage_reaches_is_declared_deciding_or_not():
     mods = stage_modules("train", "doubly_attentive.nmt_src_img")
     assert "mmt_repro.models.doubly_attentive" in mods and "mmt_repro.metrics.mt" in mods
     assert not {m for m in mods if m.endswith(("meteor", "cider", "unroll", "wordpiece", "bertgen", "emb_pred"))}
-    assert {"mmt_repro.data.unroll", "mmt_repro.text.wordpiece"} <= set(stage_modules("train", "bertgen.bertgen"))
+    assert {"mmt_repro.datasets.unroll", "mmt_repro.text.wordpiece"} <= set(stage_modules("train", "bertgen.bertgen"))
     assert "mmt_repro.models.doubly_attentive" in closure(("mmt_repro.models.doubly_attentive",))
 
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mmt_repro.data.batching import ParallelData
+from mmt_repro.datasets.batching import ParallelData
 from mmt_repro.decode.loop import decode_data, to_text
 from mmt_repro.models import MMTModel, Specials, Vocabs, VocabSpec, build_model, register
 from mmt_repro.models.base import nearest_neighbour_scores

@@ -1,4 +1,4 @@
-"""Corpus preparers (mmt_repro.data.corpora) and checks (mmt_repro.data.checks).
+"""Corpus preparers (mmt_repro.corpora.preparers) and checks (mmt_repro.corpora.checks).
 
 Fake archives/JSONs are built in tmp_path with the official layouts and the expected output
 worked out by hand from the recipes; the real data in ../shared/datasets checks sizes, the
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import shared_dataset
 
-from mmt_repro.data.captions import TASVIRET_SIZES
-from mmt_repro.data.checks import KNOWN_SIZES, check_corpus, check_lines, known_size
-from mmt_repro.data.corpora import (
+from mmt_repro.corpora.captions import TASVIRET_SIZES
+from mmt_repro.corpora.checks import KNOWN_SIZES, check_corpus, check_lines, known_size
+from mmt_repro.corpora.preparers import (
     clean_corpus,
     extract_member,
     flickr30k_id,
@@ -37,7 +37,7 @@ from mmt_repro.data.corpora import (
     read_vatex_prepared,
     split_tasviret,
 )
-from mmt_repro.data.iwslt import perl_lc
+from mmt_repro.corpora.iwslt import perl_lc
 from mmt_repro.io import DataError, read_lines
 
 

@@ -16,7 +16,7 @@ from PIL import Image
 from torchvision.models import resnet50
 from torchvision.models.feature_extraction import create_feature_extractor
 
-from mmt_repro.data.grounded import generate_grounded
+from mmt_repro.grounded.images import generate_grounded
 from mmt_repro.features import extractors as ex_mod
 from mmt_repro.features.extractors import get_extractor
 from mmt_repro.features.grid import extract_features

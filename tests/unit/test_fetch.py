@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mmt_repro.data.fetch import fetch_input_file, request_only_path, sha256_of
-from mmt_repro.data.manifest import MANIFEST, load_manifest, manifest_table
+from mmt_repro.corpora.fetch import fetch_input_file, request_only_path, sha256_of
+from mmt_repro.corpora.manifest import MANIFEST, load_manifest, manifest_table
 from mmt_repro.io import DataError
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
@@ -279,7 +279,7 @@ def test_http_download_cut_off_resumes_from_the_part(tmp_path, site, monkeypatch
     assert (tmp_path / "a.gz").read_bytes() == content
     assert site.log == [("/toy/raw/train.en.gz", None), ("/toy/raw/train.en.gz", "bytes=100-")]
     # across runs: every try is cut off, the error lists the URL and the part stays for the next run
-    monkeypatch.setattr("mmt_repro.data.fetch.RETRIES", 0)
+    monkeypatch.setattr("mmt_repro.corpora.fetch.RETRIES", 0)
     site.log.clear()
     site.cut = [50]
     with pytest.raises(DataError, match="download failed from every declared URL"):
@@ -294,7 +294,7 @@ def test_http_download_with_a_wrong_sha256_keeps_the_old_output(tmp_path, site, 
     content, _ = _http_toy(tmp_path, site)
     site.files["/toy/raw/train.en.gz"] = b"another version"
     manifest = load_manifest(tmp_path / "manifest.yaml")
-    monkeypatch.setattr("mmt_repro.data.fetch.RETRIES", 1)  # a damaged transfer is tried again, then refused
+    monkeypatch.setattr("mmt_repro.corpora.fetch.RETRIES", 1)  # a damaged transfer is tried again, then refused
     (tmp_path / "out.gz").write_bytes(b"previous")
     with pytest.raises(DataError) as info:
         fetch_input_file("toy", "raw/train.en.gz", tmp_path / "out.gz", manifest=manifest)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmt_repro.data.grounded import generate_grounded
-from mmt_repro.data.grounded_captions import COLOURS, SHAPES, Example, caption
+from mmt_repro.grounded.images import generate_grounded
+from mmt_repro.grounded.captions import COLOURS, SHAPES, Example, caption
 from mmt_repro.io import DataError, read_lines
 
 SIZES = {"train": 120, "val": 20, "test": 40}
@@ -201,7 +201,7 @@ def test_bad_arguments(tmp_path):
 
 def test_check_config_splits_from_sizes_langs_from_config():
     from mmt_repro.config import ConfigError
-    from mmt_repro.data.grounded import check_config
+    from mmt_repro.grounded.images import check_config
 
     cfg = {"source": "grounded", "sizes": {"train": 10, "val": 2, "test": 2, "test_extra": 3}, "train": "train", "val": "val"}
     assert check_config("g", cfg) == {"splits": ["train", "val", "test", "test_extra"], "langs": ["en", "de", "fr"]}
@@ -222,7 +222,7 @@ def test_english_tokens_tell_nothing_about_a_hidden_attribute():
     # 42.3 % against 34.0 % for the most frequent count.
     from collections import Counter, defaultdict
 
-    from mmt_repro.data.grounded import _sample_example, _split_rng
+    from mmt_repro.grounded.images import _sample_example, _split_rng
 
     rng = _split_rng(7, "probe")
     examples = [_sample_example(rng, f"x{i}", 64, 0.5) for i in range(20000)]

@@ -1,4 +1,4 @@
-"""The distinct-object grounded set (mmt_repro.data.grounded_agreement): captions and gold
+"""The distinct-object grounded set (mmt_repro.grounded.agreement): captions and gold
 alignments by hand, the known word -> region link against the drawn pixels, no whole-image box,
 and the default set unchanged."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmt_repro.data.grounded import _RGB, generate_grounded
-from mmt_repro.data.grounded_agreement import Scene, caption, generate, gold_alignment, word_regions
+from mmt_repro.grounded.images import _RGB, generate_grounded
+from mmt_repro.grounded.agreement import Scene, caption, generate, gold_alignment, word_regions
 from mmt_repro.io import read_lines
 
 SIZES = {"train": 60, "test": 40}

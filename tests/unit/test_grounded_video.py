@@ -1,4 +1,4 @@
-"""The grounded video set (data/grounded_video.py): captions, clips, time-shuffled splits."""
+"""The grounded video set (grounded/video.py): captions, clips, time-shuffled splits."""
 
 import hashlib
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mmt_repro.config import ConfigError
-from mmt_repro.data.grounded_video import DIRECTIONS, check_config, generate_grounded_video
+from mmt_repro.grounded.video import DIRECTIONS, check_config, generate_grounded_video
 from mmt_repro.features.video import decode_video
 
 

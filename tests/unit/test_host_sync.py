@@ -5,7 +5,7 @@ reported, with its step, before anything is saved.
 
 On the CPU a "sync" is any read of a tensor's value into Python (``.item()``, ``.tolist()``,
 ``.cpu()``, ``.numpy()``, ``bool()``/``int()``/``float()``/``index``): on a GPU each one waits
-for the device. Counted are reads made outside the host-side batch building (``mmt_repro.data``:
+for the device. Counted are reads made outside the host-side batch building (``mmt_repro.datasets``:
 it works on host tensors before the copy to the device) and outside ``torch.optim`` (its step
 counters live on the host unless ``capturable``)."""
 
@@ -93,7 +93,7 @@ class SyncCounter:
 
 
 def _run(toy, tmp_path, model_name, model_cfg, features=True, **train):
-    from mmt_repro.data.batching import ParallelData
+    from mmt_repro.datasets.batching import ParallelData
     from mmt_repro.text.vocab import Vocab
 
     d = toy["dir"]

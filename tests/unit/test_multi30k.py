@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from mmt_repro.config import ConfigError
-from mmt_repro.data.fetch import fetch_input_file
-from mmt_repro.data.manifest import load_manifest
-from mmt_repro.data.multi30k import (
+from mmt_repro.corpora.fetch import fetch_input_file
+from mmt_repro.corpora.manifest import load_manifest
+from mmt_repro.corpora.multi30k import (
     SPLIT_SIZES,
     check_config,
     check_parallel,
@@ -261,7 +261,7 @@ def test_check_parallel_non_utf8_names_file(tmp_path):
 
 def test_comparable_descriptions_from_the_mirror(mirror, tmp_path):
     """Multi30k task 2 (M30k_C): five German descriptions per training image, 29,000 lines each."""
-    from mmt_repro.data.multi30k import prepare_multi30k_comparable_image_list
+    from mmt_repro.corpora.multi30k import prepare_multi30k_comparable_image_list
 
     fetch_input_file("multi30k_task2", "raw/train.3.de.gz", tmp_path / "r.gz", mirror_root=mirror)
     lines = read_lines(prepare_multi30k_comparable(tmp_path / "r.gz", 3, "de", tmp_path / "c3.de"))

@@ -15,7 +15,7 @@ import torch
 
 from mmt_repro.checkpoint import read_checkpoint
 from mmt_repro.config import ConfigError
-from mmt_repro.data.batching import ParallelData
+from mmt_repro.datasets.batching import ParallelData
 from mmt_repro.decode.translate import translate
 from mmt_repro.features.store import box_geometry
 from mmt_repro.features.store import open_features, write_index
@@ -219,8 +219,8 @@ def test_manual_input_comes_from_a_copy_put_in_place(tmp_path):
     unless ``inputs.local.<input>`` holds a copy, which is then fetched like any file."""
     import yaml
 
-    from mmt_repro.data.fetch import fetch_input_file
-    from mmt_repro.data.manifest import load_manifest
+    from mmt_repro.corpora.fetch import fetch_input_file
+    from mmt_repro.corpora.manifest import load_manifest
     from mmt_repro.io import DataError
 
     path = tmp_path / "manifest.yaml"

@@ -1,5 +1,5 @@
 """Feature stores held on the training device (issue 23, "Feeding the GPU";
-mmt_repro.data.resident): the same batches and updates as the host path, a bad row refused at
+mmt_repro.datasets.resident): the same batches and updates as the host path, a bad row refused at
 load naming the file, and the choice of which stores stay resident."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from mmt_repro.checkpoint import read_checkpoint
-from mmt_repro.data.feature_reads import read_feature_rows, read_geometry_rows
-from mmt_repro.data.resident import ResidentFeatures, resident_choice, resolve_features, store_bytes
+from mmt_repro.datasets.feature_reads import read_feature_rows, read_geometry_rows
+from mmt_repro.datasets.resident import ResidentFeatures, resident_choice, resolve_features, store_bytes
 from mmt_repro.features.store import RegionStore, write_index
 from mmt_repro.io import DataError
 

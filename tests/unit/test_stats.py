@@ -1,4 +1,4 @@
-"""Corpus statistics (mmt_repro.data.stats) on a tiny corpus counted by hand."""
+"""Corpus statistics (mmt_repro.corpora.stats) on a tiny corpus counted by hand."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from mmt_repro.data.stats import COLUMNS, corpus_stats, write_stats
+from mmt_repro.corpora.stats import COLUMNS, corpus_stats, write_stats
 from mmt_repro.io import DataError
 
 

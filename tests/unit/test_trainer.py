@@ -220,7 +220,7 @@ def test_frozen_parameters_are_not_given_to_the_optimiser(toy_corpus, tmp_path):
 
 def test_accumulated_update_equals_one_batch_of_both(toy_corpus, tmp_path):
     """Two batches accumulated give the gradient of one batch holding both (per-token mean)."""
-    from mmt_repro.data.batching import ParallelData
+    from mmt_repro.datasets.batching import ParallelData
     from mmt_repro.models import Vocabs, build_model
     from mmt_repro.text.vocab import Vocab
     from mmt_repro.train import trainer

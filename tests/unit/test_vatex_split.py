@@ -2,7 +2,7 @@
 
 import pytest
 
-from mmt_repro.data.vatex import split_by_video
+from mmt_repro.corpora.vatex import split_by_video
 from mmt_repro.io import DataError
 
 

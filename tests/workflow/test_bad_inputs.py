@@ -20,8 +20,8 @@ import torch
 import yaml
 
 from mmt_repro.config import ConfigError, deep_update, load_yaml, validate_config
-from mmt_repro.data.batching import ParallelData
-from mmt_repro.data.multi30k import SPLIT_SIZES, prepare_multi30k
+from mmt_repro.datasets.batching import ParallelData
+from mmt_repro.corpora.multi30k import SPLIT_SIZES, prepare_multi30k
 from mmt_repro.decode.translate import translate
 from mmt_repro.features.grid import extract_features
 from mmt_repro.features.store import FeatureStore, write_index
@@ -95,7 +95,7 @@ def test_unknown_decode_key_of_a_paper_names_the_file_the_block_and_the_valid_ke
 
 # ------------------------------------------------------------------------------ corpora
 def test_missing_mirror_names_the_config_key(tmp_path):
-    from mmt_repro.data.fetch import fetch_input_file
+    from mmt_repro.corpora.fetch import fetch_input_file
 
     err = raises_data_error(fetch_input_file, "multi30k_task1", "raw/val.en.gz", tmp_path / "val.en.gz",
                             mirror_root=tmp_path / "nowhere")

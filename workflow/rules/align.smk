@@ -69,6 +69,6 @@ rule select_alignment_layer:
         gpu=PLAN.gpu_count,
     params:
         device=config["device"],
-        code=code("analyse"),
+        code=code("layer_choice"),
     script:
         "../scripts/select_alignment_layer.py"

@@ -99,7 +99,7 @@ rule fetch_input:
 
 
 # Multi30k task 1: any split and language that datasets.<name>.splits/langs configure (checked
-# against the manifest at planning, mmt_repro.data.multi30k.check_config); the comparable
+# against the manifest at planning, mmt_repro.corpora.multi30k.check_config); the comparable
 # descriptions (train_c<k>, below) have their own rules. A split or language outside the config
 # stops planning with the key and the valid values, not with a missing-input error.
 MULTI30K_SPLIT = r"(?!train_c[0-9]+\.)[a-z0-9_]+"
@@ -212,7 +212,7 @@ rule prepare_wmt15:
         "../scripts/prepare_wmt15.py"
 
 
-# One rule per corpus prepared by mmt_repro.data.prepare (IWSLT'14, news test sets, VATEX,
+# One rule per corpus prepared by mmt_repro.corpora.prepare (IWSLT'14, news test sets, VATEX,
 # COCO captions, TasvirEt): its inputs and outputs come from corpus_plan, the same plan the
 # package follows, so the two cannot drift apart.
 for _dataset in PLAN.prepared_corpora:

@@ -1,6 +1,6 @@
 """Rule corpus_stats: check a prepared corpus and count it (sentences, tokens, types, OOV)."""
 
-from mmt_repro.data.prepare import check_and_count
+from mmt_repro.corpora.prepare import check_and_count
 from mmt_repro.runtime import run_step
 
 run_step(

@@ -1,8 +1,8 @@
 """Rule fetch_input: one file of a manifest input, from the local mirror or its URLs, checked
 (the run's manifest: config/manifest.yaml + the files listed in inputs.manifest_extra)."""
 
-from mmt_repro.data.fetch import fetch_input_file
-from mmt_repro.data.manifest import extra_manifests
+from mmt_repro.corpora.fetch import fetch_input_file
+from mmt_repro.corpora.manifest import extra_manifests
 from mmt_repro.runtime import run_step
 
 run_step(

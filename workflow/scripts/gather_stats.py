@@ -1,6 +1,6 @@
 """Rule gather_stats: every corpus's stats in one table, results/data/stats.tsv."""
 
-from mmt_repro.data.prepare import gather_stats
+from mmt_repro.corpora.prepare import gather_stats
 from mmt_repro.runtime import run_step
 
 run_step(

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from mmt_repro.data.grounded import generate_comparable
+from mmt_repro.grounded.images import generate_comparable
 from mmt_repro.runtime import run_step
 
 run_step(

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from mmt_repro.data.grounded_agreement import generate
+from mmt_repro.grounded.agreement import generate
 from mmt_repro.runtime import run_step
 
 run_step(

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from mmt_repro.data.grounded_video import generate_grounded_video
+from mmt_repro.grounded.video import generate_grounded_video
 from mmt_repro.runtime import run_step
 
 p = snakemake.params

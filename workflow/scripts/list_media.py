@@ -1,6 +1,6 @@
 """Rule list_media: the image and video lists of a folder of media without captions."""
 
-from mmt_repro.data.media import list_media
+from mmt_repro.corpora.media import list_media
 from mmt_repro.runtime import run_step
 
 run_step(

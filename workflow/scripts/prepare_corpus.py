@@ -1,6 +1,6 @@
-"""Rule prepare_<dataset>: one corpus from its fetched inputs (mmt_repro.data.prepare)."""
+"""Rule prepare_<dataset>: one corpus from its fetched inputs (mmt_repro.corpora.prepare)."""
 
-from mmt_repro.data.prepare import prepare_corpus_files
+from mmt_repro.corpora.prepare import prepare_corpus_files
 from mmt_repro.runtime import run_step
 
 run_step(

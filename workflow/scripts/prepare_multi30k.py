@@ -1,8 +1,8 @@
 """Rule prepare_multi30k: one Multi30k task 1 text file, decompressed and checked against the
 line count the run's manifest (config/manifest.yaml + inputs.manifest_extra) declares."""
 
-from mmt_repro.data.manifest import extra_manifests
-from mmt_repro.data.multi30k import dataset_input, prepare_multi30k
+from mmt_repro.corpora.manifest import extra_manifests
+from mmt_repro.corpora.multi30k import dataset_input, prepare_multi30k
 from mmt_repro.runtime import run_step
 
 run_step(

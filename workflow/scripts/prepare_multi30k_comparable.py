@@ -1,6 +1,6 @@
 """Rule prepare_multi30k_comparable: the k-th comparable description (task 2) of every image."""
 
-from mmt_repro.data.multi30k import prepare_multi30k_comparable
+from mmt_repro.corpora.multi30k import prepare_multi30k_comparable
 from mmt_repro.runtime import run_step
 
 run_step(

@@ -1,6 +1,6 @@
 """Rule prepare_multi30k_comparable_image_list: the task 2 training images (one per line)."""
 
-from mmt_repro.data.multi30k import prepare_multi30k_comparable_image_list
+from mmt_repro.corpora.multi30k import prepare_multi30k_comparable_image_list
 from mmt_repro.runtime import run_step
 
 run_step(

@@ -1,6 +1,6 @@
 """Rule prepare_wmt15: Europarl v7 + Common Crawl + News Commentary v10, German-English."""
 
-from mmt_repro.data.wmt import prepare_wmt15
+from mmt_repro.corpora.wmt import prepare_wmt15
 from mmt_repro.runtime import run_step
 
 run_step(

@@ -1,6 +1,6 @@
 """Rule select_alignment_layer: the Transformer decoder block that aligns best (Yang et al. 2020, sec. 4)."""
 
-from mmt_repro.analyses.visual_agreement import select_alignment_layer
+from mmt_repro.train.alignment_layer import select_alignment_layer
 from mmt_repro.runtime import run_step
 
 inp = snakemake.input

@@ -10,8 +10,8 @@ from .registry import register_analysis
 def direction_accuracy(files: dict) -> dict:
     """Grounded video set: the share (%) of test sentences whose translation states the
     reference's direction of motion (and no other); the words only the order of the frames
-    gives (:func:`mmt_repro.data.grounded_video.direction_accuracy`)."""
-    from ..data.grounded_video import direction_accuracy as accuracy
+    gives (:func:`mmt_repro.grounded.video.direction_accuracy`)."""
+    from ..grounded.video import direction_accuracy as accuracy
     from ..io import read_lines
 
     hyps, refs = read_lines(files["hyp"]), read_lines(files["ref"])

@@ -31,7 +31,7 @@ def retrieval(files: dict) -> dict:
     features to each test sentence's ``v_hat`` (eq. 6); recall at 1, 5 and 10 (%), the median
     rank and chance R@1 (100 / n)."""
     from ..checkpoint import load_model
-    from ..data.batching import ParallelData, move
+    from ..datasets.batching import ParallelData, move
     from ..features.store import open_features
     from ..io import DataError
     from ..text.vocab import Vocab

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..data.batching import move
+from ..datasets.batching import move
 from ..models.base import length_limits
 from ..settings import DecodeSettings
 from ..text.recipes import merge_subwords
@@ -46,7 +46,7 @@ def decode_batch(model, batch: dict, settings: DecodeSettings, collect_info: boo
 
 
 def decode_data(model, data, settings: DecodeSettings, device, collect_info: bool = False) -> Decoded:
-    """Decode every example of ``data`` (a :class:`~mmt_repro.data.batching.ParallelData`); the
+    """Decode every example of ``data`` (a :class:`~mmt_repro.datasets.batching.ParallelData`); the
     batches hold sentences of similar source length, and the results come back in data order."""
     model.eval()
     n = data.n_examples

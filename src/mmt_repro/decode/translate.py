@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from ..checkpoint import check_vocab, load_model
-from ..data.batching import ParallelData, check_feature_dim
+from ..datasets.batching import ParallelData, check_feature_dim
 from ..device import pick_device
 from ..features.store import open_features
 from ..io import DataError, atomic_path, atomic_write, write_lines

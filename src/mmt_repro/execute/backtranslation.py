@@ -6,7 +6,7 @@ from ..plan.jobs import BacktranslationJob
 
 
 def run(job: BacktranslationJob) -> None:
-    from ..data.backtranslation import assemble_backtranslation
+    from ..corpora.backtranslation import assemble_backtranslation
 
     inp = job.inputs
     assemble_backtranslation(synthetic_sources=list(inp["synthetic"]), targets=list(inp["targets"]),

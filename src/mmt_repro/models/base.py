@@ -41,7 +41,7 @@ Data
     declare extra training tasks (``systems.<system>.tasks``: other datasets and pairs, e.g.
     captioning and MT corpora): ``{name: ParallelData}``, read with the run's vocabularies,
     each with its language pair and, where the task has images, its feature store. The
-    replacement must offer what the trainer uses of :class:`~mmt_repro.data.batching.ParallelData`:
+    replacement must offer what the trainer uses of :class:`~mmt_repro.datasets.batching.ParallelData`:
     ``len``, ``train_batches(batch_size, seed, epoch, by_tokens)`` (a pure function of seed and
     epoch, a sequence of batches), ``collate(batch)`` and ``n_target_tokens()``; it may add
     ``curve_columns(batches, batch_size) -> {name: value}`` to every row of the training curve

@@ -27,7 +27,7 @@ for the full image"    whole image; zeros for tasks without image) to its word e
                        the position after the text, ``[END]`` the next one) and token-type
                        embeddings, LayerNorm and dropout
 eq. 1, sequence        :meth:`BertGen.forward`: ``-log P(y_t | x, v, y_<t)`` of every unrolled
-unrolling, Fig. 3      example (:mod:`mmt_repro.data.unroll` makes them, one per target token
+unrolling, Fig. 3      example (:mod:`mmt_repro.datasets.unroll` makes them, one per target token
                        and one for ``[STOP]``), bidirectional attention within each example
                        (a packed row holds several, with a block-diagonal mask)
 seq_len cap (not       :class:`Stream` with ``image_seq_len`` (the authors' 64): an image
@@ -255,7 +255,7 @@ def prepare_images(img: torch.Tensor, mask: torch.Tensor, geom: torch.Tensor, fu
 @dataclass
 class Stream:
     """How unrolled training examples become model input (what the data view,
-    :mod:`mmt_repro.data.unroll`, needs of the model; plain values, picklable)."""
+    :mod:`mmt_repro.datasets.unroll`, needs of the model; plain values, picklable)."""
 
     cls_id: int
     sep_id: int
@@ -270,11 +270,11 @@ class Stream:
 
     def collate(self, items: list, read_images) -> dict:
         """A training batch of unrolled examples ``(data, sentence, t)`` (``data`` a
-        :class:`~mmt_repro.data.batching.ParallelData` with its language pair): example
+        :class:`~mmt_repro.datasets.batching.ParallelData` with its language pair): example
         ``(i, t)`` gives the first ``t`` target tokens and predicts token ``t``, or ``[STOP]``
         (``<eos>``) at ``t = n_i``. Examples of tasks without images get none (MT).
         ``read_images(items)`` reads the examples' images from their tasks' feature stores (the
-        data layer's :func:`~mmt_repro.data.feature_reads.read_task_images`).
+        data layer's :func:`~mmt_repro.datasets.feature_reads.read_task_images`).
 
         With ``image_seq_len`` an example with an image keeps the text and regions that
         :func:`~mmt_repro.text.positions.seq_len_cap` gives; one whose text is cut keeps its first
@@ -403,7 +403,7 @@ class BertGen(MMTModel):
 
     def wrap_training_data(self, data, tasks=None):
         """The training data as BertGen sees it: every task's targets unrolled (eq. 1), one batch
-        of every task per step (:class:`~mmt_repro.data.unroll.MultiTaskData`); ``data`` is the
+        of every task per step (:class:`~mmt_repro.datasets.unroll.MultiTaskData`); ``data`` is the
         reference task (an epoch is one pass over it)."""
         if self.config.init != "random" and not self.pretrained:
             raise ValueError(f"init={self.config.init!r} needs the pre-trained weights as the system's resources "

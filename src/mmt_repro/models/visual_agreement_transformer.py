@@ -8,7 +8,7 @@ the config). Every decoder block attends over ``X`` and ``X^`` (fused by eqs. 10
 multi-head attention of its own, over ``V`` and ``V^`` (fused, scaled by ``beta``); the block's
 output is ``c-_x + beta c-_v`` in the place of the usual cross-attention. The agreement reads
 the image attention of one decoder block (``align_layer``, or the resource ``alignment_layer``
-that :func:`mmt_repro.analyses.visual_agreement.select_alignment_layer` writes; see
+that :func:`mmt_repro.train.alignment_layer.select_alignment_layer` writes; see
 :func:`read_layer_choice`).
 """
 

@@ -9,8 +9,8 @@ from functools import cached_property
 from pathlib import Path
 
 from ..config import validate_config
-from ..data.layout import dataset_layout
-from ..data.manifest import load_manifest
+from ..corpora.layout import dataset_layout
+from ..corpora.manifest import load_manifest
 from ..io import unknown_name
 from ..settings import IMAGE_SOURCE, load_paper
 from .paths import path

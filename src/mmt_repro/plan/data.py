@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import ConfigError
-from ..data.fetch import request_only_error
-from ..data.prepare import SOURCES as CORPUS_SOURCES
-from ..data.prepare import corpus_plan, text_outputs
-from ..data.wmt import WMT15_ARCHIVES
+from ..corpora.fetch import request_only_error
+from ..corpora.prepare import SOURCES as CORPUS_SOURCES
+from ..corpora.prepare import corpus_plan, text_outputs
+from ..corpora.wmt import WMT15_ARCHIVES
 from .base import pattern
 from .paths import path
 
@@ -25,7 +25,7 @@ class DataPlan:
 
     @property
     def prepared_corpora(self) -> list:
-        """Datasets made by mmt_repro.data.prepare (one generated rule each, see data.smk)."""
+        """Datasets made by mmt_repro.corpora.prepare (one generated rule each, see data.smk)."""
         return [n for n, ds in self.config["datasets"].items() if ds["source"] in CORPUS_SOURCES]
 
     def corpus_plan_of(self, dataset: str):
@@ -50,7 +50,7 @@ class DataPlan:
     @staticmethod
     def grounded_gold_pairs(langs) -> list:
         """The language pairs the grounded generator writes gold alignments for (langs order)."""
-        from ..data.grounded import gold_pairs
+        from ..grounded.images import gold_pairs
 
         return gold_pairs(langs)
 
@@ -60,7 +60,7 @@ class DataPlan:
 
     def multi30k_file(self, kind: str):
         """The fetched task 1 file (resources/<input>/...) of the wildcards' split (and language)."""
-        from ..data import multi30k
+        from ..corpora import multi30k
 
         def get(wildcards):
             ds, split = wildcards.dataset, wildcards.split

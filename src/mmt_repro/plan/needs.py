@@ -18,8 +18,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..config import ConfigError
-from ..data.fetch import LOCAL_KEY, MIRROR_KEY, request_only_error
-from ..data.prepare import SOURCES as CORPUS_SOURCES
+from ..corpora.fetch import LOCAL_KEY, MIRROR_KEY, request_only_error
+from ..corpora.prepare import SOURCES as CORPUS_SOURCES
 from ..io import DataError
 from .paths import path
 from .targets import template_matches

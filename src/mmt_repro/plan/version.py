@@ -40,7 +40,8 @@ NEUTRAL = frozenset(_m(
     "", "io", "device", "runtime", "config",
     "execute", "execute.record",
     "plan", "plan.jobs", "plan.version",
-    "data", "features", "text", "metrics", "models", "train", "decode", "tables", "analyses",
+    "corpora", "grounded", "datasets", "features", "text", "metrics", "models", "train", "decode", "tables",
+    "analyses",
 ))
 
 
@@ -65,16 +66,16 @@ _SEGMENTATION = "text preparation (the text stage); a job here reads its output 
 _MODEL_SHARED = _m("models.base", "models.registry", "checkpoint")
 
 STAGES: dict[str, Stage] = {
-    "fetch": Stage(entries=_m("data.fetch"), decides=_m("data.fetch", "data.manifest")),
+    "fetch": Stage(entries=_m("corpora.fetch"), decides=_m("corpora.fetch", "corpora.manifest")),
     "corpora": Stage(
-        entries=_m("data.multi30k", "data.wmt", "data.prepare", "data.media"),
-        decides=_m("data.prepare", "data.corpora", "data.checks", "data.captions", "data.multi30k", "data.iwslt",
-                   "data.vatex", "data.newstest", "data.wmt", "data.stats", "data.archives", "data.manifest",
-                   "data.media", "text.moses"),
+        entries=_m("corpora.multi30k", "corpora.wmt", "corpora.prepare", "corpora.media"),
+        decides=_m("corpora.prepare", "corpora.preparers", "corpora.checks", "corpora.captions", "corpora.multi30k", "corpora.iwslt",
+                   "corpora.vatex", "corpora.newstest", "corpora.wmt", "corpora.stats", "corpora.archives", "corpora.manifest",
+                   "corpora.media", "text.moses"),
     ),
     "grounded": Stage(
-        entries=_m("data.grounded", "data.grounded_agreement", "data.grounded_video"),
-        decides=_m("data.grounded", "data.grounded_agreement", "data.grounded_captions", "data.grounded_video"),
+        entries=_m("grounded.images", "grounded.agreement", "grounded.video"),
+        decides=_m("grounded.images", "grounded.agreement", "grounded.captions", "grounded.video"),
     ),
     "text": Stage(
         entries=_m("text.recipes", "text.bpe", "text.wordpiece", "text.vocab"),
@@ -91,16 +92,16 @@ STAGES: dict[str, Stage] = {
     "alignment": Stage(entries=_m("execute.alignment"), decides=_m("execute.alignment", "text.align")),
     "backtranslation": Stage(
         entries=_m("execute.backtranslation"),
-        decides=_m("execute.backtranslation", "data.backtranslation", "text.bpe"),
+        decides=_m("execute.backtranslation", "corpora.backtranslation", "text.bpe"),
     ),
     "train": Stage(
         entries=_m("execute.train"),
         decides=_m("execute.train", "train.trainer", "train.step", "train.prefetch", "train.resume",
-                   "train.task_best", "data.batching", "data.resident", "data.feature_reads", "features.store",
+                   "train.task_best", "datasets.batching", "datasets.resident", "datasets.feature_reads", "features.store",
                    "decode.loop", "decode.search", "metrics.mt", "text.recipes", "text.vocab", "text.bpe",
                    "settings") + _MODEL_SHARED,
         not_deciding={
-            f"{PACKAGE}.data.unroll": _UNROLL,
+            f"{PACKAGE}.datasets.unroll": _UNROLL,
             f"{PACKAGE}.metrics.meteor": _OTHER_METRICS,
             f"{PACKAGE}.metrics.cider": _OTHER_METRICS,
             f"{PACKAGE}.text.moses": _SEGMENTATION,
@@ -113,16 +114,32 @@ STAGES: dict[str, Stage] = {
     "task_checkpoint": Stage(entries=_m("train.task_best"), decides=_m("train.task_best")),
     "translate": Stage(
         entries=_m("execute.translate"),
-        decides=_m("execute.translate", "decode.translate", "decode.loop", "decode.search", "data.batching",
-                   "data.feature_reads", "features.store", "text.vocab", "text.recipes", "text.bpe",
+        decides=_m("execute.translate", "decode.translate", "decode.loop", "decode.search", "datasets.batching",
+                   "datasets.feature_reads", "features.store", "text.vocab", "text.recipes", "text.bpe",
                    "settings") + _MODEL_SHARED,
         not_deciding={
-            f"{PACKAGE}.data.unroll": _UNROLL,
+            f"{PACKAGE}.datasets.unroll": _UNROLL,
             f"{PACKAGE}.text.moses": _SEGMENTATION,
             f"{PACKAGE}.text.zh_segment": _SEGMENTATION,
             f"{PACKAGE}.text.wordpiece": "merges WordPiece output: BertGen's jobs only (MODEL_CODE)",
         },
         per_model=True,
+    ),
+    # Yang et al.'s Transformer decoder block that aligns best: an input of the agreement trainings
+    "layer_choice": Stage(
+        entries=_m("train.alignment_layer"),
+        decides=_m("train.alignment_layer", "datasets.batching", "datasets.feature_reads", "features.store",
+                   "text.vocab", "models.visual_agreement", "models.visual_agreement_transformer",
+                   "models.transformer", "models.layers") + _MODEL_SHARED,
+        not_deciding={
+            f"{PACKAGE}.datasets.unroll": _UNROLL,
+            f"{PACKAGE}.settings": "imports a paper's extra modules; the choice's settings are its params",
+            f"{PACKAGE}.text.bpe": _SEGMENTATION,
+            f"{PACKAGE}.text.recipes": _SEGMENTATION,
+            f"{PACKAGE}.text.moses": _SEGMENTATION,
+            f"{PACKAGE}.text.zh_segment": _SEGMENTATION,
+            f"{PACKAGE}.text.wordpiece": _SEGMENTATION,
+        },
     ),
     "score": Stage(
         entries=_m("execute.score"),
@@ -131,14 +148,14 @@ STAGES: dict[str, Stage] = {
     ),
     "analyse": Stage(
         entries=_m("execute.analyse", "analyses.run"),
-        decides=_m("execute.analyse", "analyses.run", "analyses.registry", "data.batching", "data.feature_reads",
+        decides=_m("execute.analyse", "analyses.run", "analyses.registry", "datasets.batching", "datasets.feature_reads",
                    "features.store", "metrics.vad", "metrics.rare_words", "text.vocab", "text.recipes",
                    "text.bpe") + _MODEL_SHARED,
         not_deciding={
-            f"{PACKAGE}.data.unroll": _UNROLL,
+            f"{PACKAGE}.datasets.unroll": _UNROLL,
             f"{PACKAGE}.settings": "imports a paper's extra modules; the analysis's settings are its params",
             f"{PACKAGE}.metrics.figures": "figures (the report stage); analyses write numbers",
-            f"{PACKAGE}.data.grounded_video": "the grounded generator's layout, read by DeepFuse's analysis: "
+            f"{PACKAGE}.grounded.video": "the grounded generator's layout, read by DeepFuse's analysis: "
                                               "DeepFuse's analyses only (MODEL_CODE)",
             f"{PACKAGE}.text.moses": _SEGMENTATION,
             f"{PACKAGE}.text.zh_segment": _SEGMENTATION,
@@ -171,11 +188,11 @@ JOB_STAGE = {
 # A paper's own modules outside its model that decide its trainings, decodings and analyses
 # (keyed by the model module: a paper whose models live in several modules lists each).
 MODEL_CODE = {
-    f"{MODELS}.bertgen": _m("data.unroll", "text.wordpiece"),
+    f"{MODELS}.bertgen": _m("datasets.unroll", "text.wordpiece"),
     f"{MODELS}.deepfuse": (),
 }
 # analyses that read a data module of their own
-ANALYSIS_CODE = {"deepfuse": _m("data.grounded_video")}
+ANALYSIS_CODE = {"deepfuse": _m("grounded.video")}
 
 
 def package_version() -> str:

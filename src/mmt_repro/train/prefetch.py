@@ -3,7 +3,7 @@ batches (and pins them on a GPU) while the current update runs, so that the devi
 wait for Python data work (issue 23, "Feeding the GPU").
 
 Collating is a pure function of the example ids (no random generator is drawn: batch order
-and masking are seeded per epoch, :mod:`mmt_repro.data.batching`), so a run with prefetching
+and masking are seeded per epoch, :mod:`mmt_repro.datasets.batching`), so a run with prefetching
 makes the same updates, bit for bit, as one without (``tests/unit/test_prefetch.py``), and
 exact resume is unaffected: nothing the checkpoint saves is touched by the thread.
 

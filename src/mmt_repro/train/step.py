@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import torch
 
-from ..data.resident import resolve_features
+from ..datasets.resident import resolve_features
 
 __all__ = ["StepSums", "autocast", "make_optimizer", "to_device", "train_update"]
 

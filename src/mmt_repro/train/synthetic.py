@@ -2,7 +2,7 @@
 shapes the data would have, for the tests (every model under autocast) and the GPU
 calibration (``benchmarks/gpu_calibration.py``). torch and numpy only; no data files.
 
-The batches follow the contract of :mod:`mmt_repro.data.batching` (``src``, ``src_len``,
+The batches follow the contract of :mod:`mmt_repro.datasets.batching` (``src``, ``src_len``,
 ``tgt_in`` = ``<bos> y``, ``tgt_out`` = ``y <eos>``, ``img``/``img_mask`` (+ ``img_geometry``
 for region stores), ``ids``, ``src_lang``/``tgt_lang``, extras such as ``align``), and BertGen's
 unrolled examples laid out by :func:`mmt_repro.models.bertgen.layout` as its data view does.

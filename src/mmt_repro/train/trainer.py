@@ -9,7 +9,7 @@ handling and the training curve. Every scalar the model returns besides ``loss``
 
 Exact resume: the last checkpoint holds the model, optimiser, scheduler, RNG states and the
 data position (epoch, batches done in it). The batch order of an epoch is a pure function of
-``(seed, epoch)`` (see :mod:`mmt_repro.data.batching`), so a run killed after any saved step and
+``(seed, epoch)`` (see :mod:`mmt_repro.datasets.batching`), so a run killed after any saved step and
 re-run ends with the same weights as an uninterrupted run on the same device.
 
 Speed on a GPU: an update (:mod:`mmt_repro.train.step`) never waits for the device; the loss
@@ -36,8 +36,8 @@ from pathlib import Path
 import torch
 
 from ..checkpoint import read_checkpoint, save_checkpoint, set_rng_state
-from ..data.batching import ParallelData, check_feature_dim
-from ..data.resident import ResidentFeatures, resident_choice
+from ..datasets.batching import ParallelData, check_feature_dim
+from ..datasets.resident import ResidentFeatures, resident_choice
 from ..decode.loop import decode_data, to_text
 from ..device import describe_device, pick_device
 from ..features.store import open_features
@@ -563,7 +563,7 @@ def train(
 
 
 def _make_resident(train_data, device: torch.device) -> None:
-    """Hold the training set's feature store on the device when it fits (mmt_repro.data.resident)."""
+    """Hold the training set's feature store on the device when it fits (mmt_repro.datasets.resident)."""
     store = getattr(train_data, "features", None)
     if store is None or not hasattr(train_data, "resident"):
         return

@@ -1,7 +1,7 @@
 """WMT'15 English-German training corpora (Europarl v7, Common Crawl, News Commentary v10), the
 general-domain pre-training data of Calixto et al. 2017 (about 4.3M sentence pairs).
 
-The three official archives are fetched (URL or local mirror) by :mod:`mmt_repro.data.fetch`
+The three official archives are fetched (URL or local mirror) by :mod:`mmt_repro.corpora.fetch`
 as the manifest input ``wmt15_en_de``; :func:`prepare_wmt15` extracts the German-English
 files, checks that each pair of files lines up, drops pairs with an empty side, and writes
 ``train.en``/``train.de``.

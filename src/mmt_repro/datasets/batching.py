@@ -83,7 +83,7 @@ class ParallelData:
         n = len(self.src) if self.src is not None else len(self.tgt) if self.tgt is not None else len(features or ())
         self.n_examples = n
         self.features = features
-        self.resident = None  # a ResidentFeatures of ``features`` (mmt_repro.data.resident), set by the trainer
+        self.resident = None  # a ResidentFeatures of ``features`` (mmt_repro.datasets.resident), set by the trainer
         self.extras = dict(extras or {})
         for name, values in self.extras.items():
             if len(values) != n:
@@ -143,7 +143,7 @@ class ParallelData:
 
     def multi_task(self, tasks: dict | None, builder, epoch_examples: int = 0) -> MultiTaskData:
         """This data as the reference task of ``tasks`` (``{name: ParallelData}``), every task's
-        targets unrolled and mixed per step (:class:`~mmt_repro.data.unroll.MultiTaskData`,
+        targets unrolled and mixed per step (:class:`~mmt_repro.datasets.unroll.MultiTaskData`,
         whose batches ``builder.collate`` lays out): the training view a model's
         ``wrap_training_data`` asks for (BertGen) without importing the data layer."""
         return MultiTaskData({"reference": self, **dict(tasks or {})}, builder, epoch_examples)

@@ -2,7 +2,7 @@
 source word that names an object has a region of its own, so visual agreement (Yang et al. 2020,
 eqs. 12-22) is testable on it.
 
-The default grounded set (:mod:`mmt_repro.data.grounded`) draws 1-3 *identical* objects per
+The default grounded set (:mod:`mmt_repro.grounded.images`) draws 1-3 *identical* objects per
 image and its region features add a whole-image slot: any region serves every word, uniform image
 attention is optimal, and VAD (eqs. 21-22) sits at its floor with and without agreement (issue
 26). Here each picture holds 2 or 3 objects of **different colours and different shapes**
@@ -29,7 +29,7 @@ word, the box index (in ``boxes`` order) of the object the word belongs to (its 
 or shape word), ``-1`` for the frame, the conjunctions and the full stop
 (:func:`word_regions`).
 
-Output (the layout of :func:`mmt_repro.data.grounded.generate_grounded`, so the same workflow
+Output (the layout of :func:`mmt_repro.grounded.images.generate_grounded`, so the same workflow
 rule, features and alignment stage serve it): ``{split}.{lang}``, ``image_splits/{split}.txt``,
 ``images/``, ``labels/{split}.tsv`` (image, objects, colours, shapes and what the English
 hides, in caption order, and ``region_of``, each caption object's box index),
@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .grounded import (
+from .images import (
     SUPERSAMPLE,
     _check_args,
     _place_objects,
@@ -60,7 +60,7 @@ from .grounded import (
     jittered,
     object_box,
 )
-from .grounded_captions import _DE_COLOUR, _DE_NOUN, _FR_COLOUR, _FR_NOUN, _FRAME_TAGS, COLOURS, SHAPES, pharaoh_links
+from .captions import _DE_COLOUR, _DE_NOUN, _FR_COLOUR, _FR_NOUN, _FRAME_TAGS, COLOURS, SHAPES, pharaoh_links
 from ..io import atomic_path, atomic_write, write_lines
 
 #: ``datasets.<name>.objects``: same (1-3 identical objects, the default set) | distinct (this module)
@@ -134,7 +134,7 @@ def caption(scene: Scene, lang: str) -> str:
 def gold_alignment(scene: Scene, src_lang: str, tgt_lang: str) -> str:
     """Pharaoh line of the gold alignment: ``i-j`` sure (both words state a shared concept),
     ``i?j`` possible (one of them only as part of a phrase), as in
-    :func:`mmt_repro.data.grounded_captions.gold_alignment`. A German or French colour word whose
+    :func:`mmt_repro.grounded.captions.gold_alignment`. A German or French colour word whose
     colour the English hides stays unlinked."""
     return pharaoh_links(tagged_caption(scene, src_lang), tagged_caption(scene, tgt_lang))
 
@@ -179,7 +179,7 @@ def _render(scene: Scene, rng: np.random.Generator, size: int) -> Image.Image:
 # ----------------------------------------------------------------------------- entry points
 def generate(out_dir: Path, sizes: dict[str, int], seed: int, image_size: int = 64, langs=("en", "de", "fr"),
              hide_prob: float = 0.5, objects: str = "same") -> dict:
-    """The grounded set of ``objects`` kind: ``same`` is :func:`~mmt_repro.data.grounded.generate_grounded`
+    """The grounded set of ``objects`` kind: ``same`` is :func:`~mmt_repro.grounded.images.generate_grounded`
     (byte-identical output), ``distinct`` is :func:`generate_distinct`."""
     if objects not in OBJECT_KINDS:
         raise ValueError(f"unknown objects kind {objects!r}; valid: {', '.join(OBJECT_KINDS)}")
@@ -238,7 +238,7 @@ def generate_distinct(out_dir: Path, sizes: dict[str, int], seed: int, image_siz
 def _write_readme(path: Path, summary: dict) -> None:
     splits = ", ".join(f"{k}={v}" for k, v in summary["splits"].items())
     rates = ", ".join(f"{k} {v:.3f}" for k, v in summary["hidden_rate"].items())
-    text = f"""Grounded synthetic set, distinct objects (mmt_repro.data.grounded_agreement.generate_distinct)
+    text = f"""Grounded synthetic set, distinct objects (mmt_repro.grounded.agreement.generate_distinct)
 
 Purpose: a set where visual agreement (Yang et al. 2020) is testable. Each picture holds 2 or 3
 objects of different colours and different shapes; the captions name every object (German and

@@ -4,7 +4,7 @@ The manifest is the one place that knows where an input comes from: its URLs, th
 local mirror keeps it in, the sha256 and line count of each file, its licence, and whether a
 script may fetch it at all (``access: download``) or a person has to ask for it
 (``request``) or click through a page (``manual``). Rules ask :func:`load_manifest` and
-:func:`mmt_repro.data.fetch.fetch_input_file`; nothing else in the package holds a URL of an
+:func:`mmt_repro.corpora.fetch.fetch_input_file`; nothing else in the package holds a URL of an
 input that the manifest declares.
 
 File layout of an entry (see the comment at the top of the manifest)::

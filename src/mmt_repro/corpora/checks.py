@@ -4,7 +4,7 @@ A prepared corpus is a set of parallel text files (``{split}.{lang}`` or, for ca
 ``{split}.{k}.{lang}``), one sentence per line, optionally with an image (or video) list
 whose line i names the image of line i. :func:`check_corpus` checks such files on disk;
 :func:`check_lines` does the same on lines still in memory, so that the preparers in
-:mod:`mmt_repro.data.corpora` can refuse bad input *before* writing anything.
+:mod:`mmt_repro.corpora.preparers` can refuse bad input *before* writing anything.
 
 :data:`KNOWN_SIZES` gives, per corpus and split, the number of lines of each prepared text
 file (= sentences for translation corpora; = images for the caption corpora, written one
@@ -18,8 +18,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mmt_repro.data import multi30k
-from mmt_repro.io import DataError, read_lines
+from . import multi30k
+from ..io import DataError, read_lines
 
 #: Lines per prepared text file, by corpus and split (see the module docstring for units).
 KNOWN_SIZES: dict[str, dict[str, int]] = {

@@ -23,16 +23,16 @@ The preparers read the extracted files; :func:`extract_member` takes one out of 
 archive (``caption_datasets.zip`` -> ``dataset_coco.json``; the TasvirEt zip ->
 ``tasviret8k_captions.json``; WMT ``dev.tgz``/``test.tgz`` -> ``newstest2016-entr-src.en.sgm``).
 
-The modules: :mod:`~mmt_repro.data.iwslt`, :mod:`~mmt_repro.data.newstest`,
-:mod:`~mmt_repro.data.captions`, :mod:`~mmt_repro.data.vatex`; checks and the table of
-published sizes: :mod:`~mmt_repro.data.checks`; corpus statistics: :mod:`~mmt_repro.data.stats`.
+The modules: :mod:`~mmt_repro.corpora.iwslt`, :mod:`~mmt_repro.corpora.newstest`,
+:mod:`~mmt_repro.corpora.captions`, :mod:`~mmt_repro.corpora.vatex`; checks and the table of
+published sizes: :mod:`~mmt_repro.corpora.checks`; corpus statistics: :mod:`~mmt_repro.corpora.stats`.
 """
 
 from __future__ import annotations
 
 
-from mmt_repro.data.archives import extract_member
-from mmt_repro.data.captions import (
+from .archives import extract_member
+from .captions import (
     flickr30k_id,
     prepare_karpathy,
     prepare_tasviret,
@@ -41,9 +41,9 @@ from mmt_repro.data.captions import (
     read_karpathy,
     split_tasviret,
 )
-from mmt_repro.data.iwslt import clean_corpus, prepare_iwslt14, prepare_iwslt14_prepared
-from mmt_repro.data.newstest import prepare_newstest, prepare_setimes, read_newstest, read_sgm
-from mmt_repro.data.vatex import prepare_vatex, prepare_vatex_prepared, read_vatex_prepared
+from .iwslt import clean_corpus, prepare_iwslt14, prepare_iwslt14_prepared
+from .newstest import prepare_newstest, prepare_setimes, read_newstest, read_sgm
+from .vatex import prepare_vatex, prepare_vatex_prepared, read_vatex_prepared
 
 __all__ = [
     "clean_corpus",

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from mmt_repro.io import DataError, atomic_path, atomic_write, write_lines
+from ..io import DataError, atomic_path, atomic_write, write_lines
 
 COLOURS = ("red", "green", "blue", "yellow")
 SHAPES = ("circle", "square", "triangle")
@@ -187,7 +187,7 @@ def _shuffled_order(rng: np.random.Generator, n: int) -> np.ndarray:
 def check_config(name: str, settings: dict) -> dict[str, list[str]]:
     """Splits (the keys of ``sizes`` and of ``time_shuffled``) and languages of a grounded video
     dataset, checked at planning (a :class:`~mmt_repro.config.ConfigError` names the key)."""
-    from mmt_repro.config import ConfigError
+    from ..config import ConfigError
 
     key = f"datasets.{name}"
     splits = list(settings.get("sizes") or {})
@@ -289,7 +289,7 @@ def direction_accuracy(hyps: list[str], refs: list[str], lang: str) -> dict:
 def _write_readme(path: Path, summary: dict, time_shuffled: dict) -> None:
     splits = ", ".join(f"{k}={v}" for k, v in summary["splits"].items())
     shuffled = ", ".join(f"{k} (from {v})" for k, v in time_shuffled.items()) or "none"
-    text = f"""Grounded synthetic video set (mmt_repro.data.grounded_video.generate_grounded_video)
+    text = f"""Grounded synthetic video set (mmt_repro.grounded.video.generate_grounded_video)
 
 Purpose: check that the video path of a multimodal translation model carries information that
 only the order of the frames holds. Each clip shows one shape ({", ".join(SHAPES)}; colours

@@ -1,4 +1,4 @@
-"""The captions of the grounded synthetic dataset (:mod:`mmt_repro.data.grounded`) in English,
+"""The captions of the grounded synthetic dataset (:mod:`mmt_repro.grounded.images`) in English,
 German and French, and their gold word alignments.
 
 The German and French captions always state the count, colour and shape, with correct

@@ -40,10 +40,10 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mmt_repro.data.archives import read_text_members
-from mmt_repro.data.checks import KNOWN_SIZES, check_lines
-from mmt_repro.io import DataError, read_lines, write_lines
-from mmt_repro.text.moses import preprocess_lines
+from .archives import read_text_members
+from .checks import KNOWN_SIZES, check_lines
+from ..io import DataError, read_lines, write_lines
+from ..text.moses import preprocess_lines
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ def prepare_iwslt14(
     Writes ``out_dir/{train,valid,test}.{src,tgt}`` (tokenised, lowercased) atomically and
     returns line counts: ``raw`` (train.tags lines after the header filter), ``clean``,
     ``train``, ``valid``, ``test`` and one entry per test set. With ``check_sizes`` the test
-    size must equal :data:`~mmt_repro.data.checks.KNOWN_SIZES` (6750 de-en, 4493 fr-en); a
+    size must equal :data:`~mmt_repro.corpora.checks.KNOWN_SIZES` (6750 de-en, 4493 fr-en); a
     train/valid size that differs from fairseq's (160239/7283 de-en) is logged as a warning,
     since it depends on the tokeniser matching tokenizer.perl exactly.
     """
@@ -234,7 +234,7 @@ def prepare_iwslt14_prepared(
     For a folder like ``../shared/datasets/iwslt14-de-en`` (valid and test only, no train).
     ``splits=None`` takes whichever of train/valid/test exist (at least one must); a list
     makes those splits required. Each split must be parallel, without empty lines except in
-    test, and of the published size (:data:`~mmt_repro.data.checks.KNOWN_SIZES`); when the
+    test, and of the published size (:data:`~mmt_repro.corpora.checks.KNOWN_SIZES`); when the
     individual test sets (``IWSLT14.TED.dev2010.de-en.de`` ...) are in the folder too, ``test``
     must be exactly their concatenation in fairseq's order. Writes ``out_dir/{split}.{lang}``
     atomically; returns ``{split: lines}``.

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mmt_repro.io import DataError, atomic_path, read_lines
+from ..io import DataError, atomic_path, read_lines
 
 COLUMNS = ["corpus", "split", "lang", "sentences", "tokens", "types", "oov_rate"]
 

@@ -45,8 +45,8 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mmt_repro.data.checks import KARPATHY_SPLIT_IMAGES, KNOWN_SIZES, check_lines
-from mmt_repro.io import DataError, read_json, read_lines, write_lines
+from .checks import KARPATHY_SPLIT_IMAGES, KNOWN_SIZES, check_lines
+from ..io import DataError, read_json, read_lines, write_lines
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def prepare_karpathy(
     ``"keep"``. Image names are ``filename`` (``filepath/filename`` with ``with_filepath``).
     With ``check_sizes`` and a JSON whose ``"dataset"`` is coco, flickr30k or flickr8k, every
     Karpathy split must have its published number of images
-    (:data:`~mmt_repro.data.checks.KARPATHY_SPLIT_IMAGES`). Returns ``{split: images}``.
+    (:data:`~mmt_repro.corpora.checks.KARPATHY_SPLIT_IMAGES`). Returns ``{split: images}``.
     """
     if restval not in ("train", "drop", "keep"):
         raise DataError(None, f"restval={restval!r}", "use 'train' (merge into train), 'drop' or 'keep'")

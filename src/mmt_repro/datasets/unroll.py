@@ -1,5 +1,5 @@
 """Sequence unrolling and the multi-task mix (BertGen, Mitzalis et al. 2021, eq. 1 and section 3),
-as lazy views of :class:`~mmt_repro.data.batching.ParallelData`.
+as lazy views of :class:`~mmt_repro.datasets.batching.ParallelData`.
 
 :class:`UnrolledData` -- "BertGen explicitly unrolls the example n times, forming n new training
 examples": a sentence whose target has ``n`` tokens gives ``n + 1`` examples ``(i, t)``,
@@ -32,7 +32,7 @@ positions, and sorting would gather the label-less examples into whole batches).
 A batch (what :meth:`MultiTaskData.train_batches` lists) is an int array ``(n, 2)`` of
 ``(task, example)``; :meth:`MultiTaskData.collate` hands ``(data, sentence, t)`` triples to the
 model's builder (BertGen: :class:`mmt_repro.models.bertgen.Stream`), which lays out the input,
-with the reader of their images (:func:`mmt_repro.data.feature_reads.read_task_images`).
+with the reader of their images (:func:`mmt_repro.datasets.feature_reads.read_task_images`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ POOL = 50  # batches per length-sorted pool
 
 
 class UnrolledData:
-    """The unrolled examples of one :class:`~mmt_repro.data.batching.ParallelData` (module
+    """The unrolled examples of one :class:`~mmt_repro.datasets.batching.ParallelData` (module
     docstring); ``len`` = examples, ``sentences`` = the data's kept sentence ids."""
 
     def __init__(self, data, sort_by_length: bool = True):

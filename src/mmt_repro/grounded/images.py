@@ -36,11 +36,11 @@ Output of :func:`generate_grounded` under ``out_dir``::
                                of languages in ``langs`` order, e.g. en-de, en-fr, de-fr): one
                                line per caption, ``i-j`` a sure link and ``i?j`` a possible one
                                (Och and Ney 2003), word ``i`` of ``a`` and ``j`` of ``b``
-                               (:func:`~mmt_repro.data.grounded_captions.gold_alignment`;
+                               (:func:`~mmt_repro.grounded.captions.gold_alignment`;
                                scored by :func:`mmt_repro.text.align.aer`)
     README.txt                 what the generator does, with the settings and statistics
 
-The captions and their gold word alignments are :mod:`mmt_repro.data.grounded_captions`.
+The captions and their gold word alignments are :mod:`mmt_repro.grounded.captions`.
 
 The output is a pure function of ``(sizes, seed, image_size, langs, hide_prob)``: the same
 arguments give byte-identical files (the gold alignments were added later; every file that
@@ -58,7 +58,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from mmt_repro.data.grounded_captions import (
+from .captions import (
     _EN_VAGUE_NOUNS,
     COLOURS,
     COUNTS,
@@ -69,7 +69,7 @@ from mmt_repro.data.grounded_captions import (
     caption,
     gold_alignment,
 )
-from mmt_repro.io import DataError, atomic_path, atomic_write, read_lines, write_lines
+from ..io import DataError, atomic_path, atomic_write, read_lines, write_lines
 
 # Base RGB values; each image jitters them a little. Yellow is kept fairly saturated so that
 # it stands out from the light background.
@@ -263,7 +263,7 @@ def check_config(name: str, settings: dict) -> dict[str, list[str]]:
     by default :data:`SUPPORTED_LANGS`) of a grounded dataset, checked at planning; an unknown
     language, or ``train``/``val`` naming no split, is a :class:`~mmt_repro.config.ConfigError`
     naming the key and the valid values."""
-    from mmt_repro.config import ConfigError
+    from ..config import ConfigError
 
     key = f"datasets.{name}"
     splits = list(settings.get("sizes") or {})
@@ -367,7 +367,7 @@ def _write_readme(path: Path, summary: dict) -> None:
     splits = ", ".join(f"{k}={v}" for k, v in summary["splits"].items())
     rates = ", ".join(f"{k} {v:.3f}" for k, v in summary["hidden_rate"].items())
     vs = ", ".join(f"{k} {v}" for k, v in summary["vocab_size"].items())
-    text = f"""Grounded synthetic smoke dataset (mmt_repro.data.grounded.generate_grounded)
+    text = f"""Grounded synthetic smoke dataset (mmt_repro.grounded.images.generate_grounded)
 
 Purpose: check that the visual path of a multimodal translation model carries information.
 Each picture shows 1-3 identical shapes (same colour and shape; sizes and positions vary;

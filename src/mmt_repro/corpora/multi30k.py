@@ -4,7 +4,7 @@ The official data lives in the ``multi30k/dataset`` GitHub repository under ``da
 (gzipped raw sentences ``raw/{split}.{lang}.gz``, image names ``image_splits/{split}.txt``) and
 ``data/task2`` (five comparable descriptions per image, ``raw/{split}.{k}.{lang}.gz``, images
 ``image_splits/{split}_images.txt``). Fetching (URL or local mirror, sha256) is
-:mod:`mmt_repro.data.fetch`'s job, driven by ``config/manifest.yaml`` (inputs
+:mod:`mmt_repro.corpora.fetch`'s job, driven by ``config/manifest.yaml`` (inputs
 ``multi30k_task1`` and ``multi30k_task2``); the functions here read a fetched file, decode it
 strictly as UTF-8, refuse empty lines, check the line count the manifest declares for it and
 write the plain text atomically, so a failed step never leaves a file behind.
@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmt_repro.config import ConfigError
-from mmt_repro.io import DataError, read_lines, write_lines
+from ..config import ConfigError
+from ..io import DataError, read_lines, write_lines
 
 from .manifest import EXTRA_KEY, Input, Manifest, load_manifest
 

@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from mmt_repro.data.checks import VATEX_VIDEOS, check_lines
-from mmt_repro.io import DataError, read_json, read_lines, write_lines
+from .checks import VATEX_VIDEOS, check_lines
+from ..io import DataError, read_json, read_lines, write_lines
 
 PAIRS_PER_VIDEO = 5
 CAPTIONS_PER_VIDEO = 10
@@ -47,7 +47,7 @@ def prepare_vatex(
     ``keep``: optional video ids to keep (e.g. the videos still downloadable; the mirror has
     2,810 of the 3,000 val videos); order stays that of the JSON. Without ``keep`` and with
     ``check_sizes``, the number of videos must equal the official count for ``split``
-    (:data:`~mmt_repro.data.checks.VATEX_VIDEOS`: train 25,991, val 3,000). Returns
+    (:data:`~mmt_repro.corpora.checks.VATEX_VIDEOS`: train 25,991, val 3,000). Returns
     ``{"videos": n, "pairs": 5n}``.
     """
     json_path = Path(json_path)

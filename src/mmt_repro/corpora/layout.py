@@ -2,10 +2,10 @@
 
 No split or language list of a dataset lives in code. A Multi30k dataset takes its splits
 (``datasets.<name>.splits``) and languages (``datasets.<name>.langs``) from the config and
-checks them against the files its manifest input declares (:func:`mmt_repro.data.multi30k.check_config`);
+checks them against the files its manifest input declares (:func:`mmt_repro.corpora.multi30k.check_config`);
 a grounded dataset takes its splits from the keys of ``datasets.<name>.sizes`` and its languages
-from ``datasets.<name>.langs`` (:func:`mmt_repro.data.grounded.check_config`; a grounded video
-dataset adds the keys of ``time_shuffled``, :func:`mmt_repro.data.grounded_video.check_config`). The tables that
+from ``datasets.<name>.langs`` (:func:`mmt_repro.grounded.images.check_config`; a grounded video
+dataset adds the keys of ``time_shuffled``, :func:`mmt_repro.grounded.video.check_config`). The tables that
 read a dataset must name its splits (``test_sets``, ``figure.test_set``) and languages
 (``pair``; ``im-<lang>`` captions the images). Every problem is a :class:`~mmt_repro.config.ConfigError` that names the config key
 and lists the valid values, raised by ``workflow/rules/common.smk`` before any job runs.
@@ -13,10 +13,12 @@ and lists the valid values, raised by ``workflow/rules/common.smk`` before any j
 
 from __future__ import annotations
 
-from mmt_repro.config import ConfigError
-from mmt_repro.settings import IMAGE_SOURCE
+from ..config import ConfigError
+from ..settings import IMAGE_SOURCE
 
-from . import grounded, grounded_video, multi30k
+from ..grounded import images as grounded
+from ..grounded import video as grounded_video
+from . import multi30k
 from .manifest import Manifest
 
 #: Dataset sources whose splits and languages this module plans.

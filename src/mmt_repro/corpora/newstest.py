@@ -22,9 +22,9 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mmt_repro.data.archives import read_text_members
-from mmt_repro.data.checks import check_lines
-from mmt_repro.io import DataError, read_lines, write_lines
+from .archives import read_text_members
+from .checks import check_lines
+from ..io import DataError, read_lines, write_lines
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Rows of feature stores read into batch arrays: one task's rows
-(:class:`~mmt_repro.data.batching.ParallelData`) and the images of a batch of unrolled examples
-from several tasks (:mod:`mmt_repro.data.unroll`, BertGen's multi-task mix), so that a model's
+(:class:`~mmt_repro.datasets.batching.ParallelData`) and the images of a batch of unrolled examples
+from several tasks (:mod:`mmt_repro.datasets.unroll`, BertGen's multi-task mix), so that a model's
 batch builder gets arrays, never a store."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def read_geometry_rows(store, rows: list[int]) -> np.ndarray:
 
 def read_task_images(items: list) -> tuple[list[int], tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
     """The images of a batch of unrolled examples ``(data, sentence, t)`` (``data`` a
-    :class:`~mmt_repro.data.batching.ParallelData`): each example's image in the batch (-1 for
+    :class:`~mmt_repro.datasets.batching.ParallelData`): each example's image in the batch (-1 for
     a task without images, e.g. MT) and the images' features ``(N, L, D)`` float32, masks
     ``(N, L)`` and box geometry ``(N, L, 6)`` (zero-padded to the widest store), or None when no
     example has an image. Images are numbered task by task, in order of first use within each

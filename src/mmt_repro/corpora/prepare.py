@@ -7,7 +7,7 @@ Snakemake rule ``prepare_corpus`` (to declare them) and by :func:`prepare_corpus
 them), so the two cannot drift apart. Sources:
 
 ``iwslt14``      IWSLT'14 TED talks (BertGen): the raw archive through fairseq's recipe
-                 (:func:`~mmt_repro.data.iwslt.prepare_iwslt14`), or its prepared output.
+                 (:func:`~mmt_repro.corpora.iwslt.prepare_iwslt14`), or its prepared output.
 ``newstest``     WMT news test sets, concatenated per split (SETIMES2 En-Tr dev/test, WMT19
                  De-Fr test), plus SETIMES2 training pairs when ``train_input`` is set.
 ``vatex``        VATEX parallel captions (DeepFuse): the official JSON or the prepared pairs.
@@ -28,8 +28,11 @@ import tempfile
 from pathlib import Path
 
 from ..io import DataError, read_lines, write_lines
-from . import captions, iwslt, newstest, vatex
-from .corpora import extract_member
+from . import captions
+from . import iwslt
+from . import newstest
+from . import vatex
+from .preparers import extract_member
 from .manifest import Manifest, load_manifest
 
 log = logging.getLogger(__name__)
@@ -175,7 +178,7 @@ def _multi30k_captions(inputs: dict[str, str], out_dir: Path) -> dict[str, int]:
 
 
 def _known_corpus(name: str, settings: dict) -> str | None:
-    """The key of :data:`~mmt_repro.data.checks.KNOWN_SIZES` for a dataset named like
+    """The key of :data:`~mmt_repro.corpora.checks.KNOWN_SIZES` for a dataset named like
     ``setimes2_en_tr`` (-> ``setimes2_en-tr``), so its published sizes are checked; else None."""
     from .checks import KNOWN_SIZES
 
