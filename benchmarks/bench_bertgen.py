@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from mmt_repro.datasets.batching import ParallelData
+from mmt_repro.datasets.view import training_view
 from mmt_repro.decode.loop import decode_data
 from mmt_repro.models import Vocabs
 from mmt_repro.models.bertgen import BertGen, BertGenConfig, Layout, parameter_count, text_ids
@@ -172,7 +173,7 @@ def bench_decode(args) -> None:
 
 
 def unrolled_batches(model: BertGen, data: ParallelData, batch_size: int, n: int) -> list[dict]:
-    mix = model.wrap_training_data(data)
+    mix = training_view(model, data)
     batches = mix.train_batches(batch_size, 1, 1)
     return [mix.collate(batches[i]) for i in range(min(n, len(batches)))]
 

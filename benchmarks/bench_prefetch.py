@@ -34,20 +34,37 @@ def corpus(d: Path, n: int, vocab: int, rng) -> None:
         Vocab.build([d / f"train.{side}"]).save(d / f"{side}.json")
 
 
-def one(d: Path, feats, val_feats, steps: int, depth: int, device: str) -> float:
+def indexed(npy: Path) -> tuple[Path, Path]:
+    """The feature store of ``npy`` (N, L, D): its index written beside it, as the workflow's are."""
+    from mmt_repro.features.store import write_index
+
+    shape = np.load(npy, mmap_mode="r").shape
+    index = npy.with_suffix(".index.parquet")
+    write_index(index, [f"{k}.jpg" for k in range(shape[0])], {"shape": list(shape)})
+    return npy, index
+
+
+def one(d: Path, feats: tuple[Path, Path], val_feats: tuple[Path, Path], steps: int, depth: int, device: str) -> float:
+    from mmt_repro.plan.jobs import TrainJob
     from mmt_repro.train.trainer import train
 
     os.environ["MMT_PREFETCH"] = str(depth)
     out = Path(tempfile.mkdtemp(dir=d))
     model = dict(emb_dim=620, enc_dim=1000, dec_dim=1000, att_dim=2000, img_dim=1024, img_att_dim=1024,
                  dropout_enc=0.0, dropout_dec=0.0, dropout_out=0.0, dropout_img=0.0)
+    inputs = {"src_vocab": d / "src.json", "tgt_vocab": d / "tgt.json", "train_src": d / "train.src",
+              "train_tgt": d / "train.tgt", "val_src": d / "val.src", "val_tgt": d / "val.tgt", "val_ref": d / "val.tgt",
+              "train_npy": feats[0], "train_index": feats[1], "val_npy": val_feats[0], "val_index": val_feats[1]}
+    job = TrainJob(
+        paper="bench", system="prefetch", dataset="synthetic", pair="", seed=1, model="doubly_attentive.nmt_src_img",
+        model_config=model, train_config=dict(optimizer="adadelta", batch_size=40, max_steps=steps, max_epochs=1,
+                                              log_every=10, val_max_len=2),
+        subword="none", resources={}, extras={}, imports=[], tasks=[], inputs={k: str(v) for k, v in inputs.items()},
+        best=str(out / "b.pt"), curve=str(out / "c.tsv"), last=str(out / "l.pt"), record=str(out / "b.job.json"),
+        device=device,
+    )
     started = time.monotonic()
-    train(model_name="doubly_attentive.nmt_src_img", model_config=model,
-          train_config=dict(optimizer="adadelta", batch_size=40, max_steps=steps, max_epochs=1, log_every=10,
-                            val_max_len=2),
-          src_vocab=d / "src.json", tgt_vocab=d / "tgt.json", train_src=d / "train.src", train_tgt=d / "train.tgt",
-          val_src=d / "val.src", val_tgt=d / "val.tgt", val_ref=d / "val.tgt", best_checkpoint=out / "b.pt",
-          last_checkpoint=out / "l.pt", curve=out / "c.tsv", train_features=feats, val_features=val_feats, device=device)
+    train(job)
     return time.monotonic() - started
 
 
@@ -68,8 +85,8 @@ def main() -> None:
         store = np.lib.format.open_memmap(d / "feats.npy", mode="w+", dtype=np.float16, shape=(n, 196, 1024))
         store[:] = rng.standard_normal((n, 196, 1024), dtype=np.float32).astype(np.float16)
         store.flush()
-        feats = np.load(d / "feats.npy", mmap_mode="r")
-        val_feats = feats[:64]
+        np.save(d / "val_feats.npy", store[:64])
+        feats, val_feats = indexed(d / "feats.npy"), indexed(d / "val_feats.npy")
         tokens = sum(len(line.split()) + 1 for line in (d / "train.tgt").read_text().splitlines()[: args.steps * 40])
         rates: dict[int, list[float]] = {0: [], args.depth: []}
         for rep in range(args.repeats):

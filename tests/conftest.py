@@ -87,4 +87,8 @@ def toy_corpus(tmp_path):
         def __getitem__(self, i):
             return self.arr[i]
 
-    return {"dir": d, "features": Store(np.stack(feats)), "val_features": Store(np.stack(feats[:16]))}
+    from training_jobs import write_store
+
+    # the same features as files (a feature store each), for training jobs (tests/training_jobs.py)
+    stores = {"train": write_store(d, "train", np.stack(feats)), "val": write_store(d, "val", np.stack(feats[:16]))}
+    return {"dir": d, "features": Store(np.stack(feats)), "val_features": Store(np.stack(feats[:16])), "stores": stores}

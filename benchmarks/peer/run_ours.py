@@ -18,9 +18,10 @@ from mmt_repro.datasets.batching import ParallelData
 from mmt_repro.decode.loop import decode_data, to_text
 from mmt_repro.decode.translate import load_for_decoding, translate
 from mmt_repro.io import write_lines
+from mmt_repro.plan.jobs import TrainJob
 from mmt_repro.runtime import run_step
 from mmt_repro.settings import DecodeSettings
-from mmt_repro.train.trainer import train_from_files
+from mmt_repro.train.trainer import train
 
 MODEL = "doubly_attentive.nmt"  # Calixto et al.'s text-only conditional-GRU NMT (the matched GRU)
 
@@ -59,15 +60,18 @@ def main() -> None:
     d, o = args.data, args.out
     o.mkdir(parents=True, exist_ok=True)
     if args.action == "train":
-        run_step(
-            None, args.threads, train_from_files,
-            model_name=args.model, model_config=json.loads(args.model_config), train_config=json.loads(args.train_config),
-            src_vocab=d / "vocab.en", tgt_vocab=d / "vocab.de",
-            train_src=d / "train.bpe.en", train_tgt=d / "train.bpe.de",
-            val_src=d / "val.bpe.en", val_tgt=d / "val.bpe.de", val_ref=d / "val.tok.de",
-            best_checkpoint=o / "model.best.pt", last_checkpoint=o / "model.last.pt", curve=o / "curve.tsv",
-            device="cpu", subword="bpe",
+        train_config = json.loads(args.train_config)
+        inputs = {"src_vocab": d / "vocab.en", "tgt_vocab": d / "vocab.de", "train_src": d / "train.bpe.en",
+                  "train_tgt": d / "train.bpe.de", "val_src": d / "val.bpe.en", "val_tgt": d / "val.bpe.de",
+                  "val_ref": d / "val.tok.de"}
+        job = TrainJob(
+            paper="peer", system=args.model, dataset="peer", pair="", seed=int(train_config.get("seed", 1)),
+            model=args.model, model_config=json.loads(args.model_config), train_config=train_config, subword="bpe",
+            resources={}, extras={}, imports=[], tasks=[], inputs={k: str(v) for k, v in inputs.items()},
+            best=str(o / "model.best.pt"), curve=str(o / "curve.tsv"), last=str(o / "model.last.pt"),
+            record=str(o / "model.job.json"), device="cpu",
         )
+        run_step(None, args.threads, train, job=job)
     elif args.action == "decode-nocache":
         run_step(
             None, args.threads, decode_uncached,

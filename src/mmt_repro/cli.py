@@ -72,10 +72,10 @@ def _models(args) -> int:  # noqa: ARG001
 
 
 def _check(args) -> int:
-    """The preflight of the workflow (mmt_repro.plan.preflight), as Snakemake runs it at planning."""
+    """The preflight of the workflow (mmt_repro.plan_tools.preflight), as Snakemake runs it at planning."""
     import time
 
-    from .plan.preflight import check_configs, config_file_of
+    from .plan_tools.preflight import check_configs, config_file_of
 
     start = time.perf_counter()
     repo = Path(args.repo) if args.repo else Path(__file__).resolve().parents[2]
@@ -127,7 +127,7 @@ def _export(args) -> int:
 
 def _list(args) -> int:
     from .plan import load_plan
-    from .plan.listing import catalogue, format_catalogue
+    from .plan_tools.listing import catalogue, format_catalogue
 
     plan = load_plan(Path(__file__).resolve().parents[2], args.configfile or [])
     print(format_catalogue(catalogue(plan, args.paper)))
@@ -157,7 +157,7 @@ def _plan_of(configfiles):
 
 
 def _plan(args) -> int:
-    from .plan.cost import cost_plan, format_cost_plan
+    from .plan_tools.cost import cost_plan, format_cost_plan
 
     plan = _plan_of(args.configfile)
     report = cost_plan(plan, args.targets or plan.default_targets(), args.gpu)
@@ -166,7 +166,7 @@ def _plan(args) -> int:
 
 
 def _progress(args) -> int:
-    from .plan.progress import format_progress, progress, target_tables
+    from .plan_tools.progress import format_progress, progress, target_tables
 
     plan = _plan_of(args.configfile)
     targets = args.targets or plan.default_targets()
@@ -216,7 +216,7 @@ def _targets_after_configfile(args, positional: str) -> None:
     """``--configfile a.yaml target ...``: the words after the config files that are not config
     files are targets (``nargs="+"`` would take them all as config files)."""
     files = getattr(args, "configfile", None) or []
-    from .plan.preflight import config_file_of
+    from .plan_tools.preflight import config_file_of
 
     extra = [w for w in files if not config_file_of(w)]
     if not extra:

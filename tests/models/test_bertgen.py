@@ -16,7 +16,9 @@ import torch
 
 from mmt_repro.checkpoint import load_model, save_checkpoint
 from mmt_repro.datasets.batching import ParallelData
+from mmt_repro.datasets.bertgen import collate_unrolled
 from mmt_repro.datasets.unroll import UnrolledData, unrolled_count
+from mmt_repro.datasets.view import training_view
 from mmt_repro.text.positions import seq_len_cap
 from mmt_repro.decode.loop import decode_data
 from mmt_repro.models import Vocabs, build_model
@@ -95,7 +97,7 @@ def corpus(tmp: Path, n: int, seed: int = 0, src: bool = True) -> tuple[Path | N
 def trained(vocab, data, steps: int, **over) -> BertGen:
     """A tiny model after ``steps`` Adam updates on all of ``data``'s unrolled examples."""
     model = tiny(vocab, **over)
-    mix = model.wrap_training_data(data)
+    mix = training_view(model, data)
     batch = mix.collate(np.stack([np.zeros(len(mix), int), np.arange(len(mix))], 1))
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     for _ in range(steps):
@@ -183,7 +185,7 @@ def test_text_scale_zero_keeps_the_image_off_text_positions(vocab, tmp_path):
     model = tiny(vocab, visual_ln_text_init=0.0, visual_ln_object_init=1.0).eval()
     src, tgt = corpus(tmp_path, 2)
     data = ParallelData(src, vocab, tgt, vocab, features=Regions(2), langs=("en", "de"))
-    lay = model.wrap_training_data(data).collate(np.array([[0, 0], [0, 1]]))
+    lay = training_view(model, data).collate(np.array([[0, 0], [0, 1]]))
     lay = Layout.from_batch(lay)
     obj = torch.randn(2, 5, TINY["hidden_size"])
     a, b = model.embed(lay, obj), model.embed(lay, torch.randn_like(obj))
@@ -229,7 +231,7 @@ def test_unrolled_examples_predict_each_target_token_then_stop(vocab, tmp_path):
     src, tgt = corpus(tmp_path, 1)
     data = ParallelData(src, vocab, tgt, vocab, langs=("en", "de"))
     model = tiny(vocab)
-    mix = model.wrap_training_data(data)
+    mix = training_view(model, data)
     n = len(data.tgt[0])
     batch = mix.collate(np.stack([np.zeros(n + 1, dtype=int), np.arange(n + 1)], 1))
     assert batch["labels"].tolist() == data.tgt[0] + [vocab.eos_id]
@@ -247,7 +249,7 @@ def test_multitask_epoch_is_one_pass_over_the_reference_and_other_tasks_continue
     ref = ParallelData(s1, vocab, t1, vocab, langs=("en", "de"))
     mt = ParallelData(s2, vocab, t2, vocab, langs=("de", "en"))
     cap = ParallelData(None, vocab, t3, vocab, features=Regions(11), langs=(None, "de"))
-    mix = model.wrap_training_data(ref, {"mt": mt, "ic": cap})
+    mix = training_view(model, ref, {"mt": mt, "ic": cap})
     assert list(mix.counts()) == ["reference", "mt", "ic"]
     e1, e2 = mix.train_batches(4, 1, 1), mix.train_batches(4, 1, 2)
     seen = np.concatenate([b[b[:, 0] == 0, 1] for b in e1])
@@ -297,14 +299,14 @@ def test_seq_len_cap_is_the_authors_loop_in_closed_form():
 
 
 class _Task:
-    """What Stream.collate reads of a task: language pair, source and target ids."""
+    """What collate_unrolled reads of a task: language pair, source and target ids."""
 
     def __init__(self, src, tgt, langs):
         self.src, self.tgt, self.langs = src, tgt, langs
 
 
 def _collate(vocab, seq_len: int, items, n_regions: list[int]) -> dict:
-    """Stream.collate of ``items`` ``(task, sentence, t, image)``, image ``i`` with
+    """collate_unrolled of ``items`` ``(task, sentence, t, image)``, image ``i`` with
     ``n_regions[i]`` valid slots (the whole image in slot 0: full_image store)."""
     model = tiny(vocab, max_regions=16, full_image="store")
     stream = Stream(model.cls_id, model.sep_id, model.mask_id, vocab.pad_id, vocab.eos_id, model.lang_ids,
@@ -316,7 +318,7 @@ def _collate(vocab, seq_len: int, items, n_regions: list[int]) -> dict:
     def read(got):
         return [img for *_, img in items], images
 
-    return stream.collate([(d, i, t) for d, i, t, _ in items], read)
+    return collate_unrolled(stream, [(d, i, t) for d, i, t, _ in items], read)
 
 
 def _example(batch: dict, e: int) -> tuple[list[int], int, int]:
@@ -386,7 +388,7 @@ def test_seq_len_cap_loss_is_the_mean_over_the_labels_left(vocab, tmp_path):
     store = Regions(8, k=12, d=6, seed=2)
     data = ParallelData(src, vocab, tgt, vocab, features=store, langs=("en", "de"))
     model = tiny(vocab, max_regions=13, image_seq_len=14).eval()
-    mix = model.wrap_training_data(data)
+    mix = training_view(model, data)
     ids = np.stack([np.zeros(len(mix), int), np.arange(len(mix))], 1)
     batch = mix.collate(ids)
     labels = batch["labels"]
@@ -412,8 +414,8 @@ def test_seq_len_cap_turns_the_length_sort_off_for_image_tasks_only(vocab, tmp_p
     src, tgt = corpus(tmp_path, 30, seed=6)
     img = ParallelData(src, vocab, tgt, vocab, features=Regions(30), langs=("en", "de"))
     mt = ParallelData(src, vocab, tgt, vocab, langs=("en", "de"))
-    on = tiny(vocab, image_seq_len=64).wrap_training_data(img, {"mt": mt})
-    off = tiny(vocab).wrap_training_data(img, {"mt": mt})
+    on = training_view(tiny(vocab, image_seq_len=64), img, {"mt": mt})
+    off = training_view(tiny(vocab), img, {"mt": mt})
     assert [v.sort_by_length for _, v in on.tasks] == [False, True]
     assert [v.sort_by_length for _, v in off.tasks] == [True, True]
     a, b = on.tasks[0][1].pass_batches(4, 3), off.tasks[0][1].pass_batches(4, 3)
@@ -434,8 +436,8 @@ def test_packing_gives_the_same_losses(vocab, tmp_path):
     packed = tiny(vocab, torch.float64, pack_len=64)
     packed.load_state_dict(plain.state_dict())
     ids = np.stack([np.r_[np.zeros(30, int), np.ones(20, int)], np.r_[np.arange(30), np.arange(20)]], 1)
-    a = plain.wrap_training_data(data, {"ic": cap}).collate(ids)
-    b = packed.wrap_training_data(data, {"ic": cap}).collate(ids)
+    a = training_view(plain, data, {"ic": cap}).collate(ids)
+    b = training_view(packed, data, {"ic": cap}).collate(ids)
     assert b["lay_packed"] and b["lay_tokens"].size(0) < a["lay_tokens"].size(0)
     la, lb = plain(a)["loss"], packed(b)["loss"]
     assert torch.allclose(la, lb, atol=1e-10, rtol=0), (la.item(), lb.item())
@@ -536,7 +538,7 @@ def test_loss_falls_when_overfitting(vocab, tmp_path):
     src, tgt = corpus(tmp_path, 6, seed=7)
     data = ParallelData(src, vocab, tgt, vocab, features=Regions(6), langs=("en", "de"))
     first = trained(vocab, data, steps=0)
-    mix = first.wrap_training_data(data)
+    mix = training_view(first, data)
     batch = mix.collate(np.stack([np.zeros(len(mix), int), np.arange(len(mix))], 1))
     model = trained(vocab, data, steps=150)
     before, after = first(batch)["loss"].item(), model(batch)["loss"].item()
@@ -553,7 +555,7 @@ def test_checkpoint_round_trip_gives_identical_logits(vocab, tmp_path):
     path = save_checkpoint(tmp_path / "m.pt", model, {"src": None, "tgt": vocab.fingerprint()})
     again, _ = load_model(path)
     assert again.vocabs.tgt.reserved == model.vocabs.tgt.reserved
-    mix = model.wrap_training_data(data)
+    mix = training_view(model, data)
     batch = mix.collate(np.stack([np.zeros(len(mix), int), np.arange(len(mix))], 1))
     with torch.no_grad():
         a = model.predict(model.hidden(Layout.from_batch(batch), model.obj(batch)))
@@ -746,7 +748,7 @@ def test_fairseq_baseline_has_the_papers_size():
 def test_shorter_epochs_stream_the_reference_task_too(vocab, tmp_path):
     src, tgt = corpus(tmp_path, 20, seed=8)
     data = ParallelData(src, vocab, tgt, vocab, langs=("en", "de"))
-    mix = tiny(vocab, epoch_examples=16).wrap_training_data(data)
+    mix = training_view(tiny(vocab, epoch_examples=16), data)
     epochs = [mix.train_batches(4, 1, e) for e in (1, 2, 3)]
     assert [len(e) for e in epochs] == [4, 4, 4]
     seen = np.concatenate([b[:, 1] for e in epochs for b in e])

@@ -12,6 +12,7 @@ import torch.nn as nn
 from mmt_repro.checkpoint import load_model, save_checkpoint
 from mmt_repro.decode.search import beam_search, greedy
 from mmt_repro.models import Vocabs, build_model
+from mmt_repro.datasets.alignments import alignment_tensors, parse_alignment_batch
 from mmt_repro.models.visual_agreement import (
     _reverse_batch,
     _VisualGates,
@@ -20,7 +21,6 @@ from mmt_repro.models.visual_agreement import (
     co_attention,
     fuse,
     hard_targets,
-    parse_alignment_batch,
     soft_targets,
 )
 
@@ -46,7 +46,7 @@ def _batch(seed=0):
     mask[0, 3] = False
     align = ["0-0 1-1 2-2 3-3 4-4 4-5", "0-0 1-1 2-1", "0-0 1-1 2-3 3-2"]
     return {"src": src, "src_len": src_len, "tgt_in": tgt_in, "tgt_out": tgt_out, "img": img, "img_mask": mask,
-            "align": align, "ids": torch.arange(B)}
+            **alignment_tensors(align, src_len.tolist(), y_len.tolist()), "ids": torch.arange(B)}
 
 
 S2S = {"emb_dim": 8, "hidden": 8, "att_dim": 8, "dropout": 0.0}
@@ -348,7 +348,7 @@ def test_config_errors_name_the_problem():
         _model("visual_agreement.transformer", {**TF_IMG, "beta_gate": True, "agreement": "hard"})(_batch())
     with pytest.raises(ValueError, match="extras"):
         _model("visual_agreement.seq2seq", {**S2S_IMG, "beta_gate": True, "agreement": "hard"})(
-            {k: v for k, v in _batch().items() if k != "align"})
+            {k: v for k, v in _batch().items() if not k.startswith("align")})
 
 
 def test_transformer_alignment_block_comes_from_the_resource_and_the_checkpoint(tmp_path):

@@ -72,6 +72,9 @@ BREAKS = {
     # the planner reaching for training-time batches
     "plan-datasets": ("plan/data.py", "\n\ndef _broken():\n    from ..datasets import batching  # noqa: F401\n",
                       "Layers", "mmt_repro.plan.data -> mmt_repro.datasets.batching"),
+    # the planner reaching for a tool that reads a plan (the tools sit above it)
+    "plan-tools": ("plan/runs.py", "\n\ndef _broken():\n    from ..plan_tools import walk  # noqa: F401\n",
+                   "Layers", "mmt_repro.plan.runs -> mmt_repro.plan_tools.walk"),
     # a generator reading prepared corpora (the inputs layer's generators sit below corpora)
     "grounded-corpora": ("grounded/video.py", "\n\ndef _broken():\n    from ..corpora import checks  # noqa: F401\n",
                          "Layers", "mmt_repro.grounded.video -> mmt_repro.corpora.checks"),
@@ -104,8 +107,8 @@ def test_the_written_table_and_the_contracts_agree():
     written = [name for cell in rows for name in re.findall(r"`(mmt_repro\.[\w.]+)`", cell)]
     assert written == layer_modules()
     assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == [
-        "faces", "reports", "training", "decoding", "training data", "checkpoint", "models", "planning", "inputs",
-        "settings", "text and scores", "ground"]
+        "faces", "reports", "training", "decoding", "training data", "checkpoint", "models", "planning tools",
+        "planning", "inputs", "settings", "text and scores", "ground"]
     (models,) = [c for c in contracts() if c.get("id") == "models"]
     allowed = {"mmt_repro.models", "mmt_repro.text", "mmt_repro.config", "mmt_repro.device", "mmt_repro.io"}
     assert models["source_modules"] == ["mmt_repro.models"]
@@ -213,3 +216,27 @@ def test_no_module_is_over_600_lines():
     long = {str(p.relative_to(PACKAGE)): n for p in sorted(PACKAGE.rglob("*.py"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, f"split these along a real seam (docs/architecture.md): {long}"
+
+
+# ---------------------------------------------------------------------------- the trainer's data seam
+
+
+def test_the_trainer_calls_one_typed_protocol_and_probes_no_data_view():
+    """train/ reaches its training data through datasets.view.TrainingData: no hasattr or
+    getattr on a data view (the training-time stand-ins of train/synthetic.py read a model's
+    config, not data), and both views the package has implement every method of the protocol."""
+    from mmt_repro.datasets.batching import ParallelData
+    from mmt_repro.datasets.unroll import MultiTaskData
+    from mmt_repro.datasets.view import TrainingData
+
+    for path in sorted((PACKAGE / "train").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        probes = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr")
+                  and not (path.name == "synthetic.py" and "config" in ast.unparse(node.args[0]))]
+        assert not probes, f"{path.name}: hasattr/getattr at lines {probes}"
+    methods = {name for name in vars(TrainingData) if not name.startswith("_")} | {"__len__"}
+    assert methods >= {"train_batches", "collate", "n_target_tokens", "curve_columns", "describe", "hold_features_on"}
+    for view in (ParallelData, MultiTaskData):
+        missing = sorted(m for m in methods if not callable(getattr(view, m, None)))
+        assert not missing, f"{view.__name__} lacks {missing}"

@@ -9,6 +9,7 @@ from mmt_repro.io import DataError, read_lines
 from mmt_repro.text.bpe import learn_bpe
 from mmt_repro.checkpoint import read_checkpoint
 from mmt_repro.train.trainer import train
+from training_jobs import corpus_inputs, train_job
 
 MODEL = dict(emb_dim=16, enc_dim=16, dec_dim=24, att_dim=16, img_dim=4, img_att_dim=8,
              dropout_enc=0.1, dropout_dec=0.1, dropout_out=0.1, dropout_img=0.1, init_std=0.1)
@@ -62,20 +63,13 @@ def test_assemble_backtranslation_reapplies_bpe_and_drops_empty_lines(tmp_path):
 
 def test_fine_tuning_an_image_model_from_a_text_only_model(toy_corpus, tmp_path):
     d = toy_corpus["dir"]
-    common = dict(src_vocab=d / "src.json", tgt_vocab=d / "tgt.json", train_src=d / "train.src",
-                  train_tgt=d / "train.tgt", val_src=d / "val.src", val_tgt=d / "val.tgt", val_ref=d / "val.tgt",
-                  device="cpu")
     text_cfg = {k: v for k, v in MODEL.items() if k not in ("img_dim", "img_att_dim", "dropout_img")}
-    train(model_name="doubly_attentive.nmt", model_config=text_cfg, train_config=dict(TRAIN, max_epochs=1),
-          best_checkpoint=tmp_path / "pre.pt", last_checkpoint=tmp_path / "pre.last.pt", curve=tmp_path / "pre.tsv",
-          **common)
-    pre = read_checkpoint(tmp_path / "pre.pt")["weights"]
-    train(model_name="doubly_attentive.nmt_src_img", model_config=MODEL,
-          train_config=dict(TRAIN, max_epochs=1, max_steps=1, lr=1e-12),
-          best_checkpoint=tmp_path / "ft.pt", last_checkpoint=tmp_path / "ft.last.pt", curve=tmp_path / "ft.tsv",
-          train_features=toy_corpus["features"], val_features=toy_corpus["val_features"],
-          init_checkpoint=tmp_path / "pre.pt", **common)
-    ft = read_checkpoint(tmp_path / "ft.pt")["weights"]
+    train(train_job(tmp_path / "pre", "doubly_attentive.nmt", text_cfg, dict(TRAIN, max_epochs=1), corpus_inputs(d)))
+    pre = read_checkpoint(tmp_path / "pre" / "best.pt")["weights"]
+    inputs = dict(corpus_inputs(d, toy_corpus["stores"]), init=str(tmp_path / "pre" / "best.pt"))
+    train(train_job(tmp_path / "ft", "doubly_attentive.nmt_src_img", MODEL, dict(TRAIN, max_epochs=1, max_steps=1, lr=1e-12),
+                    inputs))
+    ft = read_checkpoint(tmp_path / "ft" / "best.pt")["weights"]
     # With a vanishing learning rate, shared tensors still hold the pre-trained values...
     assert torch.allclose(ft["src_emb.weight"], pre["src_emb.weight"], atol=1e-6)
     assert torch.allclose(ft["rec2_src.weight"], pre["rec2_src.weight"], atol=1e-6)
@@ -87,13 +81,8 @@ def test_fine_tuning_refuses_other_vocabularies(toy_corpus, tmp_path):
     from mmt_repro.text.vocab import Vocab
     d = toy_corpus["dir"]
     cfg = dict(emb_dim=8, enc_dim=8, dec_dim=8, att_dim=8)
-    common = dict(model_name="doubly_attentive.nmt", model_config=cfg, train_src=d / "train.src",
-                  train_tgt=d / "train.tgt", val_src=d / "val.src", val_tgt=d / "val.tgt", val_ref=d / "val.tgt",
-                  device="cpu")
-    train(src_vocab=d / "src.json", tgt_vocab=d / "tgt.json", train_config=dict(TRAIN, max_epochs=1),
-          best_checkpoint=tmp_path / "pre.pt", last_checkpoint=tmp_path / "l.pt", curve=tmp_path / "c.tsv", **common)
+    train(train_job(tmp_path / "pre", "doubly_attentive.nmt", cfg, dict(TRAIN, max_epochs=1), corpus_inputs(d)))
     Vocab(["x", "y"]).save(tmp_path / "other.json")
+    inputs = dict(corpus_inputs(d), src_vocab=str(tmp_path / "other.json"), init=str(tmp_path / "pre" / "best.pt"))
     with pytest.raises(DataError, match="pre-trained with vocabularies"):
-        train(src_vocab=tmp_path / "other.json", tgt_vocab=d / "tgt.json", train_config=dict(TRAIN, max_epochs=1),
-              best_checkpoint=tmp_path / "ft.pt", last_checkpoint=tmp_path / "l2.pt", curve=tmp_path / "c2.tsv",
-              init_checkpoint=tmp_path / "pre.pt", **common)
+        train(train_job(tmp_path / "ft", "doubly_attentive.nmt", cfg, dict(TRAIN, max_epochs=1), inputs))

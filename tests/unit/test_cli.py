@@ -164,14 +164,12 @@ def test_translate_decodes_with_a_trained_checkpoint_and_score_scores_it(toy_cor
     from mmt_repro.features.store import write_index
     from mmt_repro.io import read_lines
     from mmt_repro.train.trainer import train
+    from training_jobs import corpus_inputs, train_job
 
     d = toy_corpus["dir"]
-    train(model_name="doubly_attentive.nmt_src_img", model_config=MODEL,
-          train_config=dict(optimizer="adam", lr=0.02, batch_size=8, max_epochs=12, patience=50, log_every=0, seed=7),
-          src_vocab=d / "src.json", tgt_vocab=d / "tgt.json", train_src=d / "train.src", train_tgt=d / "train.tgt",
-          val_src=d / "val.src", val_tgt=d / "val.tgt", val_ref=d / "val.tgt", best_checkpoint=tmp_path / "best.pt",
-          last_checkpoint=tmp_path / "last.pt", curve=tmp_path / "curve.tsv", train_features=toy_corpus["features"],
-          val_features=toy_corpus["val_features"], device="cpu")
+    train(train_job(tmp_path, "doubly_attentive.nmt_src_img", MODEL,
+                    dict(optimizer="adam", lr=0.02, batch_size=8, max_epochs=12, patience=50, log_every=0, seed=7),
+                    corpus_inputs(d, toy_corpus["stores"])))  # writes best.pt, last.pt, curve.tsv in tmp_path
     feats = np.asarray(toy_corpus["val_features"].arr)  # the image of each validation sentence: its colour
     np.save(tmp_path / "val.npy", feats)
     write_index(tmp_path / "val.index.parquet", [f"{i}.jpg" for i in range(len(feats))],

@@ -1,4 +1,4 @@
-"""Re-runs follow what decides a job's output (mmt_repro.plan.version): each rule's `code` param
+"""Re-runs follow what decides a job's output (mmt_repro.plan_tools.version): each rule's `code` param
 hashes the modules its stage declares, comments and docstrings left out; a training's, a
 decoding's and an analysis's hash their own model's module, not every paper's."""
 
@@ -15,12 +15,13 @@ import pytest
 from mmt_repro.config import load_yaml
 from mmt_repro.plan import Plan
 from mmt_repro.plan.jobs import JOB_KINDS
-from mmt_repro.plan.version import (
+from mmt_repro.plan_tools.version import (
     JOB_STAGE,
     NEUTRAL,
     STAGES,
     clear_caches,
     closure,
+    code_param,
     code_version,
     model_modules,
     stage_modules,
@@ -49,7 +50,7 @@ def copy(tmp_path):
 def every_version(root: Path) -> dict:
     """(stage, model, paper) -> code version, for every stage and, where the stage is per model,
     every model of the package (with the model's paper for the analyses)."""
-    from mmt_repro.plan import version
+    from mmt_repro.plan_tools import version
 
     version._hash.cache_clear()  # (a file's tokens are cached by its mtime and size)
     version.closure.cache_clear()
@@ -174,9 +175,9 @@ def test_every_job_kind_has_a_stage_and_a_runner():
 
 def test_the_plans_param_is_the_jobs_own_models_version(full):
     w = W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1")
-    param = full.code_param("train")
+    param = code_param(full, "train")
     assert callable(param) and param(w) == code_version("train", "emb_pred.nmt", "emb_pred")
-    assert full.code_param("score") == code_version("score")
+    assert code_param(full, "score") == code_version("score")
     # a reverse_of system decodes its forward system's model
     va = full.settings["visual_agreement"]
     bwd = next(name for name, s in va.systems.items() if s.reverse_of)

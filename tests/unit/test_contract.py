@@ -14,11 +14,13 @@ import torch.nn.functional as F
 
 from mmt_repro.datasets.batching import ParallelData
 from mmt_repro.decode.loop import decode_data, to_text
+from mmt_repro.features.store import write_index
 from mmt_repro.models import MMTModel, Specials, Vocabs, VocabSpec, build_model, register
 from mmt_repro.models.base import nearest_neighbour_scores
 from mmt_repro.settings import DecodeSettings
 from mmt_repro.text.vocab import Vocab
 from mmt_repro.train.trainer import train
+from training_jobs import train_job
 
 
 @dataclass
@@ -90,6 +92,14 @@ class RegionStore:
     def mask(self, r):
         return np.arange(4) < self.lengths[r]
 
+    def write(self, folder, name):
+        """The same rows as a feature store on disk (``n_boxes``: the real regions of each row);
+        returns ``(npy, index)``."""
+        np.save(folder / f"{name}.npy", self.arr)
+        write_index(folder / f"{name}.index.parquet", [f"img{r}.png" for r in range(len(self.arr))],
+                    {"shape": list(self.arr.shape)}, columns={"n_boxes": self.lengths})
+        return folder / f"{name}.npy", folder / f"{name}.index.parquet"
+
 
 @pytest.fixture
 def captions(tmp_path):
@@ -118,14 +128,14 @@ def test_batches_carry_masks_extras_and_no_source(captions):
 
 def test_trainer_and_decoder_serve_a_model_without_source_text_or_nll(captions, tmp_path):
     d = captions["dir"]
-    summary = train(
-        model_name="test_contract.captioner", model_config={"dim": 16},
-        train_config=dict(optimizer="adam", lr=0.05, batch_size=8, max_epochs=30, patience=30, log_every=0, seed=1),
-        src_vocab=None, tgt_vocab=d / "tgt.json", train_src=None, train_tgt=d / "train.tgt", val_src=None,
-        val_tgt=d / "val.tgt", val_ref=d / "val.tgt", best_checkpoint=tmp_path / "best.pt",
-        last_checkpoint=tmp_path / "last.pt", curve=tmp_path / "curve.tsv",
-        train_features=captions["train"], val_features=captions["val"], device="cpu",
-    )
+    (train_npy, train_index), (val_npy, val_index) = captions["train"].write(d, "train"), captions["val"].write(d, "val")
+    inputs = {"tgt_vocab": d / "tgt.json", "train_tgt": d / "train.tgt", "val_tgt": d / "val.tgt", "val_ref": d / "val.tgt",
+              "train_npy": train_npy, "train_index": train_index, "val_npy": val_npy, "val_index": val_index}
+    summary = train(train_job(
+        tmp_path, "test_contract.captioner", {"dim": 16},
+        dict(optimizer="adam", lr=0.05, batch_size=8, max_epochs=30, patience=30, log_every=0, seed=1),
+        {role: str(path) for role, path in inputs.items()},  # no source text: no src_vocab, train_src, val_src
+    ))
     header = (tmp_path / "curve.tsv").read_text().splitlines()[0].split("\t")
     assert {"train_regions", "train_brier"} <= set(header)  # every scalar the model returns is logged
     assert summary["best_val_bleu"] > 90  # the colour is read off the (masked) regions

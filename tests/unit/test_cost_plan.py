@@ -1,4 +1,4 @@
-"""The cost plan (mmt_repro.plan.cost, `python -m mmt_repro plan`) and train_model's SLURM
+"""The cost plan (mmt_repro.plan_tools.cost, `python -m mmt_repro plan`) and train_model's SLURM
 resources: hand-computable numbers, no torch, BertGen at its measured step time, and resources
 that cover the feature stores a job maps and its estimated runtime (or resume by retry)."""
 
@@ -16,8 +16,9 @@ import pytest
 
 from mmt_repro.config import load_yaml
 from mmt_repro.plan import Plan
-from mmt_repro.plan.cost import MiB, cost_plan, format_cost_plan
-from mmt_repro.plan.walk import training_runs
+from mmt_repro.plan_tools.cost import (MiB, cost_plan, format_cost_plan, mapped_stores, max_runtime_min, train_cost,
+                                       train_mem_mb, train_retries, train_runtime)
+from mmt_repro.plan_tools.walk import training_runs
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = json.loads((REPO / "config" / "calibration" / "h100.json").read_text())
@@ -79,7 +80,7 @@ def test_the_walk_finds_pretraining_and_the_cost_plan_never_imports_torch(plan):
 def test_slurm_resources_cover_the_stores_and_the_runtime(plan, tmp_path, system, paper, pair):
     w = W(paper=paper, system=system, dataset="multi30k", pair=pair, seed="1")
     job = plan.train_job(w)
-    stores = plan.mapped_stores(job)
+    stores = mapped_stores(plan, job)
     assert stores and all(f.startswith("results/features/") for f in stores)
     # a store on disk counts with its real size (a sparse 3 GB file)
     on_disk = tmp_path / next(iter(stores))
@@ -87,14 +88,14 @@ def test_slurm_resources_cover_the_stores_and_the_runtime(plan, tmp_path, system
     with open(on_disk, "wb") as f:
         f.truncate(3 * 1024**3)
     fresh = Plan(plan.config, REPO)
-    cost = fresh.train_cost(fresh.train_job(w))
+    cost = train_cost(fresh, fresh.train_job(w))
     assert cost["stores"][next(iter(stores))] == 3 * 1024**3
-    mem_mb = fresh.train_mem_mb(w)
+    mem_mb = train_mem_mb(fresh, w)
     assert mem_mb * MiB >= sum(cost["stores"].values()) + cost["params"] * 4
-    runtime = fresh.train_runtime(w)
-    assert runtime <= fresh.max_runtime_min()
+    runtime = train_runtime(fresh, w)
+    assert runtime <= max_runtime_min(fresh)
     if runtime < cost["estimate_min"]:  # capped: the run resumes from .last.pt on retries
-        assert runtime == fresh.max_runtime_min() and job.last.endswith(".last.pt")
+        assert runtime == max_runtime_min(fresh) and job.last.endswith(".last.pt")
         assert cost["attempts"] * runtime >= cost["estimate_min"]
     else:
         assert runtime >= cost["hours"] * 60
@@ -104,13 +105,13 @@ def test_training_retries_cover_the_attempts_of_the_longest_job(plan):
     """A training longer than max_runtime_min resumes from .last.pt on each retry: under the
     SLURM profile's cap, train_model's retries give every planned job the attempts the cost plan
     says it needs; on a workstation (no cap) the global --retries stay in force."""
-    from mmt_repro.plan.cost import TRAIN_RETRIES_CAPPED
+    from mmt_repro.plan_tools.cost import TRAIN_RETRIES_CAPPED
 
-    assert "retries: PLAN.train_retries()" in (REPO / "workflow" / "rules" / "train.smk").read_text()
-    assert plan.train_retries() is None  # no max_runtime_min: Snakemake's own --retries
+    assert "retries: train_retries(PLAN)" in (REPO / "workflow" / "rules" / "train.smk").read_text()
+    assert train_retries(plan) is None  # no max_runtime_min: Snakemake's own --retries
     profile = load_yaml(REPO / "workflow" / "profiles" / "slurm" / "config.yaml")["config"]
     capped = Plan({**load_yaml(REPO / "config" / "config.yaml"), **profile}, REPO)
-    assert capped.train_retries() == TRAIN_RETRIES_CAPPED
+    assert train_retries(capped) == TRAIN_RETRIES_CAPPED
     rows = cost_plan(capped, ["results/tables/all.tsv"])["rows"]
     worst = max(rows, key=lambda r: r["attempts"])
     assert worst["system"] == "bertgen" and worst["attempts"] >= 2 and worst["resumable"]

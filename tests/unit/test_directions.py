@@ -4,6 +4,8 @@ another system's checkpoint backward (``reverse_of``), per-example extras from f
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 
@@ -15,6 +17,7 @@ from mmt_repro.model_configs import check_model_configs
 from mmt_repro.settings import load_paper
 from mmt_repro.text.vocab import Vocab
 from mmt_repro.train.trainer import train
+from training_jobs import train_job
 
 TEXT = {"emb_dim": 8, "hidden": 8, "att_dim": 8, "dropout": 0.0}
 
@@ -83,9 +86,12 @@ def test_one_checkpoint_trains_both_directions_and_decodes_each(pair_files, tmp_
     f = pair_files
     cfg = {"optimizer": "adam", "lr": 0.03, "batch_size": 4, "max_epochs": 40, "patience": 40, "log_every": 0}
     model = {**TEXT, "emb_dim": 16, "hidden": 16}
-    out = train("visual_agreement.seq2seq_text", model, cfg, f["ven"], f["vde"], f["en"], f["de"], f["en"], f["de"],
-                f["de"], tmp_path / "m.best.pt", tmp_path / "m.last.pt", tmp_path / "m.curve.tsv",
-                train_extras={"align": f["align"]})
+    inputs = {"src_vocab": f["ven"], "tgt_vocab": f["vde"], "train_src": f["en"], "train_tgt": f["de"], "val_src": f["en"],
+              "val_tgt": f["de"], "val_ref": f["de"]}
+    job = train_job(tmp_path, "visual_agreement.seq2seq_text", model, cfg, {k: str(v) for k, v in inputs.items()},
+                    extras={"align": f["align"]}, device="auto")
+    out = train(dataclasses.replace(job, best=str(tmp_path / "m.best.pt"), last=str(tmp_path / "m.last.pt"),
+                                    curve=str(tmp_path / "m.curve.tsv")))
     assert out["best_val_bleu"] > 50
     curve = (tmp_path / "m.curve.tsv").read_text().splitlines()[0].split("\t")
     assert {"train_nll_fwd", "train_nll_bwd"} <= set(curve)

@@ -24,7 +24,9 @@ import torch.nn.functional as F
 
 from mmt_repro.models import MMTModel, Vocabs, available, build_model, register
 from mmt_repro.train import trainer
+from mmt_repro.train.run import build_run
 from mmt_repro.train.step import StepSums, to_device, train_update
+from training_jobs import corpus_inputs, train_job
 
 READS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__")
 TORCH_OPTIM = str(Path(torch.optim.__file__).parent)
@@ -93,19 +95,11 @@ class SyncCounter:
 
 
 def _run(toy, tmp_path, model_name, model_cfg, features=True, **train):
-    from mmt_repro.datasets.batching import ParallelData
-    from mmt_repro.text.vocab import Vocab
-
-    d = toy["dir"]
-    sv, tv = Vocab.load(d / "src.json"), Vocab.load(d / "tgt.json")
-    data = ParallelData(d / "train.src", sv, d / "train.tgt", tv, features=toy["features"] if features else None)
-    torch.manual_seed(0)
-    model = build_model(model_name, model_cfg, Vocabs.of(sv, tv))
-    cfg = trainer.make_train_config(dict(dict(optimizer="adam", lr=0.01, batch_size=8, seed=3, clip_norm=1.0), **train))
-    return trainer._Run(cfg=cfg, model=model, optimizer=trainer._optimizer(cfg, model.parameters()), scheduler=None,
-                        device=torch.device("cpu"), train_data=data, val_data=data, refs=[], tgt_vocab=tv,
-                        subword="none", vocab_info={}, configs={}, imports=[], best_checkpoint=tmp_path / "b.pt",
-                        last_checkpoint=tmp_path / "l.pt", curve=tmp_path / "c.tsv")
+    """The run of a training job on the toy corpus (``build_run``, as ``train(job)`` builds it),
+    its images only when ``features``."""
+    cfg = dict(dict(optimizer="adam", lr=0.01, batch_size=8, seed=3, clip_norm=1.0), **train)
+    job = train_job(tmp_path, model_name, model_cfg, cfg, corpus_inputs(toy["dir"], toy["stores"] if features else None))
+    return build_run(job)
 
 
 def _epoch(run):

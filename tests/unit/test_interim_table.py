@@ -14,7 +14,7 @@ import pytest
 
 from mmt_repro.config import deep_update, load_yaml
 from mmt_repro.plan import Plan
-from mmt_repro.plan.progress import target_tables
+from mmt_repro.plan_tools.progress import target_tables
 from mmt_repro.tables.build import NOT_RUN, read_table
 from mmt_repro.tables.interim import INTERIM, interim_table, interim_tables, planned_seeds
 

@@ -13,7 +13,7 @@ import pytest
 from mmt_repro.execute import run_job
 from mmt_repro.execute.record import provenance
 from mmt_repro.plan.jobs import ScoreJob
-from mmt_repro.plan.version import code_version
+from mmt_repro.plan_tools.version import code_param, code_version
 
 
 def _score_job(tmp_path) -> ScoreJob:
@@ -73,7 +73,7 @@ def test_a_training_outside_snakemake_records_its_own_models_code_version():
     w = W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1")
     plan = Plan(load_yaml(repo / "config" / "config.yaml"), repo)
     job = plan.train_job(w)
-    assert provenance(job)["code_version"] == plan.code_param("train")(w) == code_version("train", "emb_pred.nmt")
+    assert provenance(job)["code_version"] == code_param(plan, "train")(w) == code_version("train", "emb_pred.nmt")
     assert provenance(job)["code_version"] != code_version("train", "bertgen.bertgen")
 
 

@@ -6,6 +6,7 @@ conditions, and the settings that declare one model for many tables."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from mmt_repro.text.wordpiece import LEARNED_SPECIALS, learn_wordpiece, merge_wo
 from mmt_repro.io import DataError
 from mmt_repro.train.task_best import is_new_best, take_task_best
 from mmt_repro.train.trainer import train
+from training_jobs import train_job
 
 WORDS = [f"w{i}" for i in range(30)]
 
@@ -123,14 +125,18 @@ def test_trainer_hands_extra_tasks_to_the_model_and_writes_their_curves(tmp_path
     ]
     model_config = {"hidden_size": 16, "num_layers": 1, "num_heads": 2, "ffn_size": 32, "img_dim": 4, "coord_freqs": 2,
                     "init": "random", "full_image": "mean", "max_regions": 4}
-    summary = train(
-        "bertgen.bertgen", model_config,
+    inputs = {"src_vocab": vpath, "tgt_vocab": vpath, "train_src": src, "train_tgt": tgt, "val_src": vsrc, "val_tgt": vtgt,
+              "val_ref": vtgt, "train_npy": npy, "train_index": index, "val_npy": vnpy, "val_index": vindex}
+    job = train_job(
+        tmp_path, "bertgen.bertgen", model_config,
         {"optimizer": "adamw", "lr": 1e-3, "batch_size": 8, "max_epochs": 2, "val_max_len": 6, "log_every": 0,
          "best_per_task": True},
-        vpath, vpath, src, tgt, vsrc, vtgt, vtgt, tmp_path / "m.best.pt", tmp_path / "m.last.pt", tmp_path / "m.curve.tsv",
-        train_features=open_features(npy, index), val_features=open_features(vnpy, vindex), device="cpu",
-        pair="en-de", tasks=tasks,
+        {role: str(path) for role, path in inputs.items()}, pair="en-de", tasks=tasks,
     )
+    # the workflow's names (<model>.best.pt: the tasks' bests go to <model>.task_best/)
+    job = dataclasses.replace(job, best=str(tmp_path / "m.best.pt"), last=str(tmp_path / "m.last.pt"),
+                              curve=str(tmp_path / "m.curve.tsv"))
+    summary = train(job)
     assert summary["epochs"] == 2
     curve = pd.read_csv(tmp_path / "m.curve.tsv", sep="\t")
     n_ref = sum(len(x.split()) + 1 for x in tgt.read_text().splitlines())

@@ -309,7 +309,7 @@ def test_the_vector_diagnostic_overlay_changes_only_the_vectors_epochs():
     paper_setting = Plan(base, REPO)
     diag = Plan(deep_update(base, load_yaml(REPO / "config" / "diag_emb_pred_vectors50.yaml")), REPO)
     assert diag.default_targets() == ["results/tables/emb_pred/table3.tsv"]
-    from mmt_repro.plan.walk import training_runs
+    from mmt_repro.plan_tools.walk import training_runs
 
     runs, _ = training_runs(diag, diag.default_targets())
     assert [(w.system, str(w.seed)) for w in runs] == [("ours_text", "1")]

@@ -1,4 +1,4 @@
-"""The preflight (mmt_repro.plan.preflight; `python -m mmt_repro check`, and the Snakefile before
+"""The preflight (mmt_repro.plan_tools.preflight; `python -m mmt_repro check`, and the Snakefile before
 the DAG): every mistake of a config and its targets in one run, each with its fix, no traceback.
 Kinds: wrong types and unknown keys in overrides (torch-free, blamed on the override), unknown
 names in tables and targets, inputs the targets need that the mirror, local copies or config
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mmt_repro.config import deep_update, load_yaml
-from mmt_repro.plan.preflight import preflight
+from mmt_repro.plan_tools.preflight import preflight
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE1 = "results/tables/doubly_attentive/table1.tsv"
@@ -104,7 +104,7 @@ def test_the_torch_free_type_table_matches_the_models_dataclasses():
 
     import mmt_repro.models  # noqa: F401
     from mmt_repro.models.registry import _lookup, available
-    from mmt_repro.plan.typecheck import model_config_types
+    from mmt_repro.plan_tools.typecheck import model_config_types
 
     table = model_config_types()
     # the package's own models (other tests register models of their own in the same process)
@@ -176,7 +176,7 @@ def test_the_repositorys_runnable_configs_pass(base, overlay):
 
 
 def test_the_preflight_never_imports_torch(tmp_path):
-    code = ("import sys; from mmt_repro.plan.preflight import check_configs;"
+    code = ("import sys; from mmt_repro.plan_tools.preflight import check_configs;"
             f"r = check_configs('{REPO}', ['{REPO}/config/smoke.yaml']);"
             "print(bool(r.problems), 'torch' in sys.modules, 'snakemake' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

@@ -1,4 +1,4 @@
-"""`python -m mmt_repro progress` (mmt_repro.plan.progress): where each training of a plan stands
+"""`python -m mmt_repro progress` (mmt_repro.plan_tools.progress): where each training of a plan stands
 in a run folder, read from its curve, .last.pt and job record, torch-free; the stopping rule's
 latest epoch and the time it leaves, by hand."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from mmt_repro.config import deep_update, load_yaml
 from mmt_repro.plan import Plan
-from mmt_repro.plan.progress import format_progress, progress, run_progress
+from mmt_repro.plan_tools.progress import format_progress, progress, run_progress
 
 REPO = Path(__file__).resolve().parents[2]
 OVERLAY = REPO / "config" / "paper_multi30k_fr_en.yaml"

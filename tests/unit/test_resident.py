@@ -79,7 +79,7 @@ def test_training_with_resident_features_makes_the_same_updates(toy_corpus, tmp_
     monkeypatch.setenv("MMT_RESIDENT", "0")
     run(toy_corpus, tmp_path / "host", accumulate=2)
     monkeypatch.setenv("MMT_RESIDENT", "1")
-    with caplog.at_level("INFO", logger="mmt_repro.train.trainer"):
+    with caplog.at_level("INFO", logger="mmt_repro.train.run"):  # build_run logs where the features are held
         run(toy_corpus, tmp_path / "resident", accumulate=2)
     assert "training features resident on cpu (MMT_RESIDENT=1" in caplog.text
     a = read_checkpoint(tmp_path / "host" / "last.pt")["weights"]

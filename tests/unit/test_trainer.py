@@ -9,6 +9,7 @@ import torch
 from mmt_repro.io import DataError
 from mmt_repro.checkpoint import check_vocab, load_model, read_checkpoint
 from mmt_repro.train.trainer import INTERRUPTED_EXIT_CODE, make_train_config, train
+from training_jobs import corpus_inputs, train_job
 
 MODEL = dict(emb_dim=16, enc_dim=16, dec_dim=24, att_dim=16, img_dim=4, img_att_dim=8,
              dropout_enc=0.1, dropout_dec=0.1, dropout_out=0.1, dropout_img=0.1, init_std=0.1)
@@ -17,25 +18,9 @@ TRAIN = dict(optimizer="adam", lr=0.01, batch_size=8, max_epochs=3, patience=5, 
 
 
 def run(toy, out, **overrides):
-    d = toy["dir"]
-    return train(
-        model_name="doubly_attentive.nmt_src_img",
-        model_config=MODEL,
-        train_config=dict(TRAIN, **overrides),
-        src_vocab=d / "src.json",
-        tgt_vocab=d / "tgt.json",
-        train_src=d / "train.src",
-        train_tgt=d / "train.tgt",
-        val_src=d / "val.src",
-        val_tgt=d / "val.tgt",
-        val_ref=d / "val.tgt",
-        best_checkpoint=out / "best.pt",
-        last_checkpoint=out / "last.pt",
-        curve=out / "curve.tsv",
-        train_features=toy["features"],
-        val_features=toy["val_features"],
-        device="cpu",
-    )
+    job = train_job(out, "doubly_attentive.nmt_src_img", MODEL, dict(TRAIN, **overrides),
+                    corpus_inputs(toy["dir"], toy["stores"]))
+    return train(job)
 
 
 def test_training_writes_best_last_and_curve(toy_corpus, tmp_path):
@@ -104,7 +89,7 @@ def test_unknown_training_key_is_refused():
 def test_inverse_sqrt_is_vaswani_eq_with_peak_lr():
     """lr = d^-0.5 * min(K^-0.5, K * N^-1.5) (Wu 2020 eq. 8, Vaswani et al.) with the base lr set
     to its peak d^-0.5 * N^-0.5, for K = 1, 10, N, 2N, 10N."""
-    from mmt_repro.train.trainer import LRFactor
+    from mmt_repro.train.schedules import LRFactor
 
     d, n = 512, 4000
     peak = d**-0.5 * n**-0.5
@@ -114,7 +99,7 @@ def test_inverse_sqrt_is_vaswani_eq_with_peak_lr():
 
 
 def test_linear_warmup_then_decay_and_epoch_decay_factors():
-    from mmt_repro.train.trainer import LRFactor
+    from mmt_repro.train.schedules import LRFactor
 
     lin = LRFactor("linear", 4, 12, 0.5)
     assert [lin(i) for i in range(13)] == pytest.approx(
@@ -134,7 +119,7 @@ def test_epoch_decay_halves_lr_after_every_epoch_in_the_curve(toy_corpus, tmp_pa
 
 def test_epoch_decay_with_warmup_factors():
     """Warm-up over W = 3 updates: update u runs at min(1, u / 3) * 0.5 ** halvings."""
-    from mmt_repro.train.trainer import LRFactor
+    from mmt_repro.train.schedules import LRFactor
 
     f = LRFactor("epoch_decay", 3, 0, 0.5)
     assert [f(i) for i in range(5)] == pytest.approx([1 / 3, 2 / 3, 1.0, 1.0, 1.0])
@@ -168,13 +153,13 @@ def test_epoch_decay_on_stall_starts_at_the_first_epoch_without_improvement():
     which then goes on after every epoch, improved or not."""
     from types import SimpleNamespace
 
-    from mmt_repro.train.trainer import _decay_due
+    from mmt_repro.train.schedules import decay_due
 
     cfg = SimpleNamespace(decay_start_epoch=8, decay_on_stall=True)
     progress = {}
-    due = [_decay_due(cfg, progress, e, imp) for e, imp in enumerate([True, True, False, True, True], 1)]
+    due = [decay_due(cfg, progress, e, imp) for e, imp in enumerate([True, True, False, True, True], 1)]
     assert due == [False, False, True, True, True]
-    assert [_decay_due(SimpleNamespace(decay_start_epoch=8, decay_on_stall=False), {}, e, False)
+    assert [decay_due(SimpleNamespace(decay_start_epoch=8, decay_on_stall=False), {}, e, False)
             for e in (1, 7, 8)] == [False, False, True]
 
 
@@ -203,7 +188,7 @@ def test_negative_decay_epochs_is_refused():
 
 def test_frozen_parameters_are_not_given_to_the_optimiser(toy_corpus, tmp_path):
     from mmt_repro.models import Vocabs, build_model
-    from mmt_repro.train.trainer import _optimizer
+    from mmt_repro.train.run import configured_optimizer as _optimizer
 
     model = build_model("doubly_attentive.nmt", TEXT_MODEL, Vocabs.sizes(10, 12))
     model.tgt_emb.weight.requires_grad_(False)
@@ -223,7 +208,8 @@ def test_accumulated_update_equals_one_batch_of_both(toy_corpus, tmp_path):
     from mmt_repro.datasets.batching import ParallelData
     from mmt_repro.models import Vocabs, build_model
     from mmt_repro.text.vocab import Vocab
-    from mmt_repro.train import trainer
+    from mmt_repro.train.run import configured_optimizer
+    from mmt_repro.train.step import StepSums, train_update
 
     d = toy_corpus["dir"]
     sv, tv = Vocab.load(d / "src.json"), Vocab.load(d / "tgt.json")
@@ -234,15 +220,11 @@ def test_accumulated_update_equals_one_batch_of_both(toy_corpus, tmp_path):
         torch.manual_seed(0)
         model = build_model("doubly_attentive.nmt", cfg, Vocabs.of(sv, tv))
         tcfg = make_train_config(dict(TRAIN, accumulate=accumulate, clip_norm=0.0, optimizer="adam", lr=0.0))
-        run_ = trainer._Run(cfg=tcfg, model=model, optimizer=trainer._optimizer(tcfg, model.parameters()),
-                            scheduler=None, device=torch.device("cpu"), train_data=data, val_data=data, refs=[],
-                            tgt_vocab=tv, subword="none", vocab_info={}, configs={}, imports=[],
-                            best_checkpoint=tmp_path / "b.pt", last_checkpoint=tmp_path / "l.pt",
-                            curve=tmp_path / "c.tsv")
-        sums: dict = {}
-        trainer._train_step(run_, group, sums)
+        sums = StepSums()
+        train_update(model, configured_optimizer(tcfg, model.parameters()), [data.collate(ids) for ids in group],
+                     torch.device("cpu"), amp=False, clip_norm=tcfg.clip_norm, sums=sums, step=1, n_batches=len(group))
         grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
-        assert sums["n_tokens"] == sum(len(data.tgt[i]) + 1 for i in range(8))
+        assert sums.read()["n_tokens"] == sum(len(data.tgt[i]) + 1 for i in range(8))
     assert grads[0].keys() == grads[1].keys()
     for name in grads[0]:
         torch.testing.assert_close(grads[0][name], grads[1][name], rtol=1e-4, atol=1e-6, msg=name)
@@ -260,7 +242,7 @@ def test_bad_training_settings_are_refused(bad, match):
 def test_a_run_resumes_across_code_that_added_a_setting_at_its_default():
     """A paper-setting run spans sessions: a TrainConfig or model-config field added meanwhile
     (at its default) must not throw its .last.pt away; a changed value must."""
-    from mmt_repro.train.trainer import same_configuration
+    from mmt_repro.train.resume import same_configuration
 
     defaults = {"train": {"lr": 1.0, "decay_epochs": 0}, "model": {"emb_dim": 300, "new_switch": "none"}}
     saved = {"model": {"emb_dim": 300}, "train": {"lr": 0.5}}

@@ -27,7 +27,8 @@ from mmt_repro.features.grid import extract_features
 from mmt_repro.features.store import FeatureStore, write_index
 from mmt_repro.io import DataError, read_lines
 from mmt_repro.text.vocab import Vocab
-from mmt_repro.train.trainer import train_from_files
+from mmt_repro.train.trainer import train
+from training_jobs import corpus_inputs, train_job
 
 REPO = Path(__file__).resolve().parents[2]
 MIRROR_KEY = "inputs.mirror"
@@ -268,19 +269,15 @@ def toy(tmp_path_factory):
     small = dict(emb_dim=8, enc_dim=8, dec_dim=8, att_dim=8)
     for system, model, config, feats in (("mmt", "doubly_attentive.nmt_src_img", dict(small, img_dim=4, img_att_dim=8), True),
                                          ("nmt", "doubly_attentive.nmt", small, False)):
-        train_from_files(**training_args(d, d / system, stores if feats else None), model_name=model, model_config=config)
+        train(training_job(d, d / system, stores if feats else None, model, config))
     return {"dir": d, "stores": stores}
 
 
-def training_args(d: Path, out: Path, stores: dict | None, val: str = "val") -> dict:
-    return dict(
-        train_config=dict(optimizer="adam", lr=0.01, batch_size=8, max_epochs=1, log_every=0),
-        src_vocab=d / "src.json", tgt_vocab=d / "tgt.json", train_src=d / "train.src", train_tgt=d / "train.tgt",
-        val_src=d / "val.src", val_tgt=d / "val.tgt", val_ref=d / "val.tgt", best_checkpoint=out / "best.pt",
-        last_checkpoint=out / "last.pt", curve=out / "curve.tsv",
-        train_features=stores["train"] if stores else (None, None), val_features=stores[val] if stores else (None, None),
-        device="cpu",
-    )
+def training_job(d: Path, out: Path, stores: dict | None, model: str, model_config: dict, val: str = "val"):
+    """The training job of ``model`` on the toy corpus in ``d`` (``stores[val]``: the validation
+    features), writing ``best.pt``, ``last.pt`` and ``curve.tsv`` in ``out``."""
+    return train_job(out, model, model_config, dict(optimizer="adam", lr=0.01, batch_size=8, max_epochs=1, log_every=0),
+                     corpus_inputs(d, {"train": stores["train"], "val": stores[val]} if stores else None))
 
 
 def translate_args(toy, checkpoint: str, store: str | None = "val", **kw) -> dict:
@@ -304,9 +301,8 @@ def test_feature_dimension_other_than_the_models_names_file_and_img_dim(toy, tmp
     assert "features have dimension 7, model doubly_attentive.nmt_src_img expects img_dim=4" in err.problem
     assert "set img_dim" in err.fix
     stores = dict(toy["stores"], val=toy["stores"]["wrong_dim"])
-    err = raises_data_error(train_from_files, **training_args(toy["dir"], tmp_path, stores),
-                            model_name="doubly_attentive.nmt_src_img",
-                            model_config=dict(emb_dim=8, enc_dim=8, dec_dim=8, att_dim=8, img_dim=4, img_att_dim=8))
+    err = raises_data_error(train, training_job(toy["dir"], tmp_path, stores, "doubly_attentive.nmt_src_img",
+                                                dict(emb_dim=8, enc_dim=8, dec_dim=8, att_dim=8, img_dim=4, img_att_dim=8)))
     assert "expects img_dim=4" in err.problem and not (tmp_path / "best.pt").exists()
 
 
@@ -339,8 +335,8 @@ def test_resume_checkpoint_of_another_model_is_ignored_with_a_warning(toy, tmp_p
     out.mkdir()
     (out / "last.pt").write_bytes((toy["dir"] / "nmt" / "last.pt").read_bytes())
     with caplog.at_level(logging.WARNING):
-        train_from_files(**training_args(toy["dir"], out, toy["stores"]), model_name="doubly_attentive.nmt_src_img",
-                         model_config=dict(emb_dim=8, enc_dim=8, dec_dim=8, att_dim=8, img_dim=4, img_att_dim=8))
+        train(training_job(toy["dir"], out, toy["stores"], "doubly_attentive.nmt_src_img",
+                           dict(emb_dim=8, enc_dim=8, dec_dim=8, att_dim=8, img_dim=4, img_att_dim=8)))
     assert f"ignoring {out / 'last.pt'}: it was written with another model, configuration or vocabulary" in caplog.text
     assert (out / "best.pt").exists()
 

@@ -181,23 +181,22 @@ def test_resume_restores_the_outputs_snakemake_deleted(toy_corpus, tmp_path):
     """Snakemake removes the outputs of a failed job before re-running it (best.pt, curve.tsv),
     but not .last.pt: a re-run that finds training finished (or that never beats the best
     validation score again) must still leave the best checkpoint and the curve."""
-    from mmt_repro.train.trainer import train
+    import dataclasses
 
-    d = toy_corpus["dir"]
-    args = dict(
-        model_name="doubly_attentive.nmt_src_img",
-        model_config=dict(emb_dim=16, enc_dim=16, dec_dim=24, att_dim=16, img_dim=4, img_att_dim=8),
-        train_config=dict(optimizer="adam", lr=0.01, batch_size=8, max_epochs=2, log_every=0, seed=7),
-        src_vocab=d / "src.json", tgt_vocab=d / "tgt.json", train_src=d / "train.src", train_tgt=d / "train.tgt",
-        val_src=d / "val.src", val_tgt=d / "val.tgt", val_ref=d / "val.tgt", best_checkpoint=tmp_path / "m.best.pt",
-        last_checkpoint=tmp_path / "m.last.pt", curve=tmp_path / "m.curve.tsv",
-        train_features=toy_corpus["features"], val_features=toy_corpus["val_features"], device="cpu",
-    )
-    first = train(**args, code="train:000000000001")
+    from mmt_repro.train.trainer import train
+    from training_jobs import corpus_inputs, train_job
+
+    job = train_job(tmp_path, "doubly_attentive.nmt_src_img",
+                    dict(emb_dim=16, enc_dim=16, dec_dim=24, att_dim=16, img_dim=4, img_att_dim=8),
+                    dict(optimizer="adam", lr=0.01, batch_size=8, max_epochs=2, log_every=0, seed=7),
+                    corpus_inputs(toy_corpus["dir"], toy_corpus["stores"]))
+    job = dataclasses.replace(job, best=str(tmp_path / "m.best.pt"), last=str(tmp_path / "m.last.pt"),
+                              curve=str(tmp_path / "m.curve.tsv"))  # the workflow's names
+    first = train(job, code="train:000000000001")
     best, curve = weights(tmp_path / "m.best.pt"), (tmp_path / "m.curve.tsv").read_text()
     (tmp_path / "m.best.pt").unlink()  # what Snakemake does to a failed job's outputs
     (tmp_path / "m.curve.tsv").unlink()
-    again = train(**args, code="train:000000000002")  # a re-run for new code
+    again = train(job, code="train:000000000002")  # a re-run for new code
     assert again["steps"] == first["steps"]  # nothing trained twice
     # the summary (and so the job record) says which code trained the weights, and that this run restored them
     assert (first["trained_by_code"], first["restored"]) == (["train:000000000001"], False)

@@ -29,7 +29,7 @@ def test_a_mistyped_feature_set_stops_the_dry_run_without_a_traceback(wf, tmp_pa
 
 
 def test_a_wrong_typed_override_stops_the_dry_run_at_planning_without_a_traceback(wf, tmp_path):
-    """The preflight (mmt_repro.plan.preflight) runs before the DAG: a wrong type in an override
+    """The preflight (mmt_repro.plan_tools.preflight) runs before the DAG: a wrong type in an override
     is named by its key path in a dry run, not at the start of a real run or inside a job."""
     overlay = tmp_path / "typo.yaml"
     overlay.write_text("papers:\n  doubly_attentive:\n    overrides:\n      systems:\n"

@@ -344,7 +344,7 @@ def test_every_row_names_its_runs_and_each_run_its_job(smoke_run):
     model (its registry key and resolved config); reverse_of rows name the forward checkpoint."""
     import json
 
-    from mmt_repro.plan.version import code_version
+    from mmt_repro.plan_tools.version import code_version
 
     table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
     ours = table[(table["ours"] != "") & (table["table"] != "grounded_vad")]
@@ -402,7 +402,7 @@ def re_planned(smoke_run, src, target="all"):
 
 @pytest.mark.e2e
 def test_re_runs_follow_the_code_that_decides_each_output(smoke_run, tmp_path):
-    """Snakemake re-runs a job whose `code` param changed (mmt_repro.plan.version), on a copy of
+    """Snakemake re-runs a job whose `code` param changed (mmt_repro.plan_tools.version), on a copy of
     the package edited three ways: a METEOR function re-plans the score and significance jobs
     only; text/moses.py the tokenisation and, through its new outputs, everything downstream;
     DeepFuse's model DeepFuse's jobs only."""

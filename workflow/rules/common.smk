@@ -1,6 +1,8 @@
 # The plan of the whole workflow, made once from the config (mmt_repro.plan: torch-free,
 # Snakemake-free, unit-tested in tests/unit/test_plan.py). Rules call PLAN's methods as their
-# input and param functions; nothing else lives here but the adapters Snakemake needs.
+# input and param functions, and the planning tools (mmt_repro.plan_tools: the preflight, code
+# versions, train_model's resources) as functions of PLAN; nothing else lives here but the
+# adapters Snakemake needs.
 
 import re
 import sys
@@ -9,7 +11,9 @@ from pathlib import Path
 from mmt_repro.config import ConfigError
 from mmt_repro.io import DataError
 from mmt_repro.plan import PATHS, WILDCARDS, path
-from mmt_repro.plan.preflight import preflight
+from mmt_repro.plan_tools.cost import train_mem_mb, train_retries, train_runtime
+from mmt_repro.plan_tools.preflight import preflight
+from mmt_repro.plan_tools.version import code_param
 
 
 def command_line():
@@ -36,8 +40,8 @@ def requested_targets():
     return [] if args is None else args.targets
 
 
-# The preflight (mmt_repro.plan.preflight, also `python -m mmt_repro check`): the config's schema,
-# every paper's settings and overrides (types too, torch-free), every name in the tables and the
+# The preflight (mmt_repro.plan_tools.preflight, also `python -m mmt_repro check`): the config's
+# schema, every paper's settings and overrides (types too, torch-free), every name in the tables and the
 # requested targets, and every input those targets need that the mirror, the local copies or the
 # config lack, all reported at once without a traceback. A dry run or a lint only warns of missing
 # inputs (a static check needs none); a job step (--target-jobs) skips them (its inputs are in place).
@@ -80,11 +84,11 @@ CONTAINER = config.get("container") or None
 
 def code(stage):
     """The `code` param of a rule: the hash of the modules that decide its stage's outputs
-    (mmt_repro.plan.version.STAGES; comments and docstrings do not count), for a training, a
-    decoding or an analysis its own model's too. Snakemake re-runs a job whose `code` changed
+    (mmt_repro.plan_tools.version.STAGES; comments and docstrings do not count), for a training,
+    a decoding or an analysis its own model's too. Snakemake re-runs a job whose `code` changed
     (a param change; `--rerun-triggers mtime input` leaves params, and so code versions, out).
     """
-    return PLAN.code_param(stage)
+    return code_param(PLAN, stage)
 
 
 def onstart_check_models(log=None):

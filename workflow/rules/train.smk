@@ -24,7 +24,7 @@ rule train_model:
     # saves .last.pt and the retry continues from it: retries are attempts, not repeats. The full
     # run's longest job (BertGen's 13-task run, ~287 H100-hours) needs 8 attempts of 48 h
     # (`python -m mmt_repro plan`, "tries"); without a cap: the global --retries (None).
-    retries: PLAN.train_retries()
+    retries: train_retries(PLAN)
     conda:
         ENV
     container:
@@ -33,10 +33,10 @@ rule train_model:
     threads: PLAN.threads("train")
     # host memory >= the feature stores it maps + the model + a margin; runtime >= the estimate
     # from the calibration (`python -m mmt_repro plan`), capped at max_runtime_min: a longer run
-    # resumes from .last.pt on the profile's retries (mmt_repro.plan.cost)
+    # resumes from .last.pt on the profile's retries (mmt_repro.plan_tools.cost)
     resources:
-        mem_mb=PLAN.train_mem_mb,
-        runtime=PLAN.train_runtime,
+        mem_mb=lambda wildcards: train_mem_mb(PLAN, wildcards),
+        runtime=lambda wildcards: train_runtime(PLAN, wildcards),
         gpu=PLAN.gpu_count,
     params:
         job=PLAN.train_params,

@@ -17,8 +17,9 @@ named fields:
   given its language pair (``langs``; a multilingual model picks its output language from
   them, e.g. BertGen's target-language specifier); ``src_lang`` is None for captioning;
 - ``ids (batch,)``: the sentences' line numbers in the split;
-- one list per extra (``extras={"align": [...]}`` gives ``batch["align"]``: word alignments,
-  task ids), in batch order.
+- one list per extra (``extras={"name": [...]}`` gives ``batch["name"]``), in batch order;
+  except the word alignments (``extras={"align": [...]}``, one line of links per pair), laid
+  out as tensors ``align_fwd``/``align_bwd`` (:mod:`mmt_repro.datasets.alignments`).
 
 Captioning data (no source text) may give several target files (``tgt_path`` a list): line
 ``i`` of every file is a caption of image ``i`` (row ``i`` of the store), so the examples are
@@ -32,6 +33,7 @@ batches of an epoch sees exactly what an uninterrupted run sees.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,8 +41,8 @@ import numpy as np
 import torch
 
 from ..io import DataError, read_lines
+from .alignments import alignment_tensors
 from .feature_reads import read_feature_rows, read_geometry_rows
-from .unroll import MultiTaskData
 
 
 class ParallelData:
@@ -141,12 +143,26 @@ class ParallelData:
     def n_target_tokens(self) -> int:
         return sum(len(self.tgt[i]) + 1 for i in self.indices) if self.tgt is not None else 0
 
-    def multi_task(self, tasks: dict | None, builder, epoch_examples: int = 0) -> MultiTaskData:
-        """This data as the reference task of ``tasks`` (``{name: ParallelData}``), every task's
-        targets unrolled and mixed per step (:class:`~mmt_repro.datasets.unroll.MultiTaskData`,
-        whose batches ``builder.collate`` lays out): the training view a model's
-        ``wrap_training_data`` asks for (BertGen) without importing the data layer."""
-        return MultiTaskData({"reference": self, **dict(tasks or {})}, builder, epoch_examples)
+    def curve_columns(self, batches: int, batch_size: int) -> dict[str, float]:  # noqa: ARG002
+        """A plain split adds no curve column (:class:`~mmt_repro.datasets.view.TrainingData`)."""
+        return {}
+
+    def describe(self) -> str | None:
+        return None
+
+    def hold_features_on(self, device: torch.device) -> str | None:
+        """Hold this split's feature store on ``device`` when it fits (resident stores, chosen
+        by :func:`~mmt_repro.datasets.resident.resident_choice`); batches then carry row numbers."""
+        if self.features is None:
+            return None
+        from .resident import ResidentFeatures, resident_choice
+
+        keep, why = resident_choice(self.features, device)
+        if not keep:
+            return f"training features read from the host per batch ({why})"
+        t0 = time.monotonic()
+        self.resident = ResidentFeatures(self.features, device)
+        return f"training features resident on {device} ({why}), loaded in {time.monotonic() - t0:.1f} s"
 
     def collate(self, ids: list[int]) -> dict:
         batch = {"ids": torch.tensor(ids, dtype=torch.long), "img": None, "img_mask": None}
@@ -184,7 +200,11 @@ class ParallelData:
             batch["src_lang"] = [self.langs[0]] * len(ids) if self.src is not None else None
             batch["tgt_lang"] = [self.langs[1]] * len(ids)
         for name, values in self.extras.items():
-            batch[name] = [values[i] for i in ids]
+            if name == "align":  # word alignments: the tensors of Yang et al.'s eq. 14 (datasets.alignments)
+                batch.update(alignment_tensors([values[i] for i in ids], [len(self.src[i]) for i in ids],
+                                               [len(self.tgt[i]) for i in ids]))
+            else:
+                batch[name] = [values[i] for i in ids]
         return batch
 
     def train_batches(self, batch_size: int, seed: int, epoch: int, by_tokens: bool = False) -> list[list[int]]:

@@ -30,9 +30,8 @@ image task are not sorted by length within a pool (every capped row has about ``
 positions, and sorting would gather the label-less examples into whole batches).
 
 A batch (what :meth:`MultiTaskData.train_batches` lists) is an int array ``(n, 2)`` of
-``(task, example)``; :meth:`MultiTaskData.collate` hands ``(data, sentence, t)`` triples to the
-model's builder (BertGen: :class:`mmt_repro.models.bertgen.Stream`), which lays out the input,
-with the reader of their images (:func:`mmt_repro.datasets.feature_reads.read_task_images`).
+``(task, example)``; :meth:`MultiTaskData.collate` hands ``(data, sentence, t)`` triples to its
+builder (BertGen's :class:`mmt_repro.datasets.bertgen.UnrolledBatches`), which lays out the input.
 """
 
 from __future__ import annotations
@@ -41,8 +40,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-
-from .feature_reads import read_task_images
 
 POOL = 50  # batches per length-sorted pool
 
@@ -153,7 +150,7 @@ def _seed(seed: int, task: int, n: int) -> int:
 
 class MultiTaskData:
     """Tasks (``{name: ParallelData}``, the reference first) unrolled and mixed per step (module
-    docstring); ``builder.collate(items, read_images)`` makes a batch of ``(data, sentence, t)``
+    docstring); ``builder.collate(items)`` makes a batch of ``(data, sentence, t)``
     triples. Stands in for the training :class:`ParallelData` in the shared trainer."""
 
     def __init__(self, tasks: dict, builder, epoch_examples: int = 0):
@@ -180,6 +177,16 @@ class MultiTaskData:
         """Sentences and unrolled examples of every task (BertGen's Table 1: Sents, Augm.)."""
         return {name: {"sentences": len(v.sentences), "unrolled": len(v)} for name, v in self.tasks}
 
+    def describe(self) -> str | None:
+        return f"training examples per task: {self.counts()}"
+
+    def hold_features_on(self, device) -> str | None:  # noqa: ARG002
+        """The tasks' stores stay on the host: BertGen's batches read the rows of several
+        stores per step (:func:`~mmt_repro.datasets.feature_reads.read_task_images`)."""
+        if not any(view.data.features is not None for _, view in self.tasks):
+            return None
+        return "training features read from the host per batch (a multi-task view)"
+
     def curve_columns(self, batches: int, batch_size: int) -> dict[str, float]:
         """``passes_<task>``: passes over each task's unrolled examples after ``batches`` steps
         of ``batch_size`` examples per task (BertGen's Figure 4 plots against them)."""
@@ -202,7 +209,7 @@ class MultiTaskData:
             view = self.tasks[int(k)][1]
             sent, t = view.locate(ids[ids[:, 0] == k, 1])
             items += [(view.data, int(i), int(j)) for i, j in zip(sent, t)]
-        return self.builder.collate(items, read_task_images)
+        return self.builder.collate(items)
 
 
 def unrolled_count(lines: list[str]) -> int:

@@ -7,7 +7,7 @@ is one, and the hash of the resolved settings. So every number in ``results/tabl
 leads back to the run that made it (docs/adding_a_paper.md).
 
 One module per kind, imported by name when the job runs. What decides a kind's outputs, and so
-its code version, is declared per stage in :mod:`mmt_repro.plan.version` (``JOB_STAGE``,
+its code version, is declared per stage in :mod:`mmt_repro.plan_tools.version` (``JOB_STAGE``,
 ``STAGES``): a change to the scoring code re-runs the score jobs and nothing else."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from ..plan.jobs import Job
-from ..plan.version import JOB_STAGE, STAGES, code_version, package_version
+from ..plan_tools.version import JOB_STAGE, STAGES, code_version, package_version
 
 # The code version the plan computed for this process's job (the rule's `code` param, the string
 # Snakemake compares to decide a re-run), set by :func:`mmt_repro.execute.run_job`. Recomputing it
@@ -58,7 +58,7 @@ def _trained_model(checkpoint: str | None) -> str | None:
 
 
 def _code_version(job: Job) -> str:
-    """The code version the plan gives this job (the rule's `code` param: mmt_repro.plan.version)."""
+    """The code version the plan gives this job (the rule's `code` param: mmt_repro.plan_tools.version)."""
     stage = JOB_STAGE[job.kind]
     if not STAGES[stage].per_model:
         return code_version(stage)

@@ -14,20 +14,9 @@ def run(job: TrainJob) -> None:
     trained the weights (``code.trained_by``) and, when this run only restored a finished run's
     outputs, which code restored them (``code.restored_by``)."""
     from ..checkpoint import read_checkpoint
-    from ..train.trainer import train_from_files
+    from ..train.trainer import train
 
-    inp = job.inputs
-    summary = train_from_files(
-        model_name=job.model, model_config=dict(job.model_config), train_config=dict(job.train_config),
-        src_vocab=inp["src_vocab"], tgt_vocab=inp["tgt_vocab"], train_src=inp["train_src"],
-        train_tgt=inp["train_tgt"], val_src=inp["val_src"], val_tgt=inp["val_tgt"], val_ref=inp["val_ref"],
-        best_checkpoint=job.best, last_checkpoint=job.last, curve=job.curve,
-        train_features=(inp.get("train_npy"), inp.get("train_index")),
-        val_features=(inp.get("val_npy"), inp.get("val_index")), device=job.device,
-        init_checkpoint=inp.get("init"), train_image_list=inp.get("train_image_list"), subword=job.subword,
-        resources=dict(job.resources), imports=list(job.imports), train_extras=dict(job.extras), pair=job.pair,
-        tasks=list(job.tasks), code=code_of(job),
-    )
+    summary = train(job, code=code_of(job))
     ckpt = read_checkpoint(Path(job.best))
     # A re-run for new code that finds the run finished restores its outputs: the record says
     # which code trained the weights and which restored them.

@@ -3,7 +3,7 @@
 degenerate-output counts, written as the score JSON that tables read (rule score).
 
 Apart from :mod:`.mt` (which training imports for validation BLEU), so that a change here
-re-runs the score jobs and not the training (mmt_repro.plan.version)."""
+re-runs the score jobs and not the training (mmt_repro.plan_tools.version)."""
 
 from __future__ import annotations
 

@@ -33,19 +33,16 @@ Data
     When the data knows its language pair (the rules pass ``{pair}``; ``im-<lang>`` is
     captioning), batches carry ``src_lang`` and ``tgt_lang``: lists of language codes, one per
     example (``src_lang`` None without source text); a multilingual model picks its output
-    language from ``tgt_lang``. Per-example extras (word alignments, task ids) are lists in the
-    batch under their own names.
+    language from ``tgt_lang``. Per-example extras are lists in the batch under their own names;
+    word alignments arrive as tensors (``align_fwd``, ``align_bwd``: :mod:`mmt_repro.datasets.alignments`).
 
-    ``wrap_training_data(data, tasks)`` may replace the training data by a view of it (BertGen's
-    unrolled multi-task mix); the default keeps it. ``tasks`` is given only to systems that
-    declare extra training tasks (``systems.<system>.tasks``: other datasets and pairs, e.g.
-    captioning and MT corpora): ``{name: ParallelData}``, read with the run's vocabularies,
-    each with its language pair and, where the task has images, its feature store. The
-    replacement must offer what the trainer uses of :class:`~mmt_repro.datasets.batching.ParallelData`:
-    ``len``, ``train_batches(batch_size, seed, epoch, by_tokens)`` (a pure function of seed and
-    epoch, a sequence of batches), ``collate(batch)`` and ``n_target_tokens()``; it may add
-    ``curve_columns(batches, batch_size) -> {name: value}`` to every row of the training curve
-    (BertGen: passes over each task). A task with ``val: true`` is also decoded after every
+    ``training_examples`` (class attribute): ``pairs`` (the default: the training data is the
+    split's sentence pairs) or ``unrolled`` (BertGen: every target unrolled into one example per
+    token and the tasks mixed per step; :mod:`mmt_repro.datasets.bertgen` lays out its batches).
+    The data layer builds that view (:func:`mmt_repro.datasets.view.training_view`); the model
+    sees tensors only. Extra training tasks (``systems.<system>.tasks``: other datasets and
+    pairs, e.g. captioning and MT corpora) go only to models with unrolled examples. A task with
+    ``val: true`` is also decoded after every
     epoch on its validation split (curve column ``val_bleu_<task>``).
 
 Decode (``decoding``, class attribute)
@@ -170,6 +167,7 @@ class MMTModel(nn.Module):
     visual: str = "none"
     visual_optional: bool = False  # also runs without its visual input (BertGen's MT tasks)
     decoding: str = "step"
+    training_examples: str = "pairs"  # pairs | unrolled (BertGen's view: mmt_repro.datasets.bertgen)
     directions: tuple[str, ...] = ("forward",)  # + "backward": a target-to-source model in the same checkpoint
 
     def __init__(self, config, vocabs: Vocabs, resources: dict[str, Path] | None = None):
@@ -205,13 +203,8 @@ class MMTModel(nn.Module):
         """Feature size the model expects on the last axis of ``img`` (None: any / none)."""
         return getattr(self.config, "img_dim", None) if self.uses_visual else None
 
-    def wrap_training_data(self, data, tasks=None):
-        """Hook for a multi-task mix or on-the-fly example making; default: the data as is
-        (a model that does not override it takes no extra training tasks)."""
-        if tasks:
-            raise ValueError(f"{self.registry_name} takes no extra training tasks ({', '.join(tasks)}): "
-                             "drop the system's `tasks`")
-        return data
+    def ready_to_train(self) -> None:
+        """Refuse to train when something only training needs is missing (default: nothing is)."""
 
     def search(self, batch: dict, settings, specials: Specials) -> list[list[int]]:
         raise NotImplementedError(f"{self.registry_name} declares decoding='custom' but has no search()")

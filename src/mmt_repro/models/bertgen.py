@@ -62,7 +62,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..text.positions import seq_len_cap
 from .base import MMTModel, Vocabs, length_limits
 from .bert import Encoder, PredictionHeadTransform
 from .bertgen_convert import load_pretrained
@@ -254,8 +253,9 @@ def prepare_images(img: torch.Tensor, mask: torch.Tensor, geom: torch.Tensor, fu
 
 @dataclass
 class Stream:
-    """How unrolled training examples become model input (what the data view,
-    :mod:`mmt_repro.datasets.unroll`, needs of the model; plain values, picklable)."""
+    """What BertGen's data view (:mod:`mmt_repro.datasets.bertgen`, which lays out the batches
+    of unrolled examples) needs of the model: its special ids, language specifiers and image
+    settings (plain values, picklable)."""
 
     cls_id: int
     sep_id: int
@@ -267,53 +267,6 @@ class Stream:
     max_regions: int
     pack_len: int = 0
     image_seq_len: int = 0  # BertGenConfig.image_seq_len (0: off)
-
-    def collate(self, items: list, read_images) -> dict:
-        """A training batch of unrolled examples ``(data, sentence, t)`` (``data`` a
-        :class:`~mmt_repro.datasets.batching.ParallelData` with its language pair): example
-        ``(i, t)`` gives the first ``t`` target tokens and predicts token ``t``, or ``[STOP]``
-        (``<eos>``) at ``t = n_i``. Examples of tasks without images get none (MT).
-        ``read_images(items)`` reads the examples' images from their tasks' feature stores (the
-        data layer's :func:`~mmt_repro.datasets.feature_reads.read_task_images`).
-
-        With ``image_seq_len`` an example with an image keeps the text and regions that
-        :func:`~mmt_repro.text.positions.seq_len_cap` gives; one whose text is cut keeps its first
-        positions and the final [SEP], without its [MASK], and its label becomes :data:`IGNORE`
-        (it is laid out, as the authors' code runs it, and adds nothing to the loss)."""
-        texts, labels = [], []
-        for data, i, t in items:
-            if data.langs is None:
-                raise ValueError("BertGen's training data needs its language pair (ParallelData(langs=...))")
-            lang = self.lang_ids.get(data.langs[1])
-            if lang is None:
-                raise ValueError(f"no language specifier for {data.langs[1]!r} (have {sorted(self.lang_ids)})")
-            y = data.tgt[i]
-            src = data.src[i] if data.src is not None else None
-            texts.append(text_ids(lang, self.cls_id, self.sep_id, self.mask_id, src, y[:t]))
-            labels.append(y[t] if t < len(y) else self.eos_id)
-        img_of, images = read_images(items)
-        batch = {"ids": torch.arange(len(items)), "img": None, "img_mask": None}
-        n_regions, slots = [], 1
-        if images is not None:
-            img, mask, geom = (torch.from_numpy(a) for a in images)
-            batch.update(img=img, img_mask=mask, img_geometry=geom)
-            prepared = prepare_images(img, mask, geom, self.full_image, self.max_regions)[1]
-            n_regions, slots = prepared.sum(1).tolist(), prepared.size(1)
-        regions_of = None
-        if self.image_seq_len > 0 and images is not None:
-            # an example without an image (MT) has no regions and is never cut
-            t_keep, r_keep = seq_len_cap([len(x) for x in texts], [n_regions[i] if i >= 0 else 0 for i in img_of],
-                                         self.image_seq_len)
-            regions_of = r_keep.tolist()
-            for e, (x, k) in enumerate(zip(texts, t_keep.tolist())):
-                if k < len(x):  # the text's tail is cut, its [MASK] and label with it
-                    texts[e] = x[: k - 1] + x[-1:]
-                    labels[e] = IGNORE
-        batch["labels"] = torch.tensor(labels, dtype=torch.long)
-        lay = layout(texts, [len(x) - 2 for x in texts], img_of, n_regions, slots, self.pad_id, self.pack_len,
-                     regions_of)
-        batch.update(lay.to_batch())
-        return batch
 
 
 def coordinate_embedding(geometry: torch.Tensor, freqs: int) -> torch.Tensor:
@@ -337,6 +290,7 @@ class BertGen(MMTModel):
     visual = "regions"
     visual_optional = True  # the MT tasks run without an image
     decoding = "custom"
+    training_examples = "unrolled"  # eq. 1, in the multi-task mix (mmt_repro.datasets.bertgen)
 
     def __init__(self, config: BertGenConfig, vocabs: Vocabs, resources: dict[str, Path] | None = None):
         super().__init__(config, vocabs, resources)
@@ -401,14 +355,11 @@ class BertGen(MMTModel):
                              f"vocabulary's reserved tokens give {sorted(self.lang_ids)}")
         return self.lang_ids[lang]
 
-    def wrap_training_data(self, data, tasks=None):
-        """The training data as BertGen sees it: every task's targets unrolled (eq. 1), one batch
-        of every task per step (:class:`~mmt_repro.datasets.unroll.MultiTaskData`); ``data`` is the
-        reference task (an epoch is one pass over it)."""
+    def ready_to_train(self) -> None:
+        """Training from VL-BERT/M-BERT needs the pre-trained weights (a checkpoint to decode does not)."""
         if self.config.init != "random" and not self.pretrained:
             raise ValueError(f"init={self.config.init!r} needs the pre-trained weights as the system's resources "
                              "(vl_bert, and mbert for hybrid); declare them, or set init: random")
-        return data.multi_task(tasks, self.stream, self.config.epoch_examples)
 
     def images(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """``(img (N, R, D), mask (N, R), geometry (N, R, 6))`` with slot 0 the whole image, or

@@ -202,35 +202,6 @@ def attention_mse(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a - b).pow(2).mean(-1)
 
 
-def parse_alignment_batch(lines: list[str], src_len: list[int], tgt_len: list[int], device=None) -> torch.Tensor:
-    """Eq. 14 from symmetrised links: for every target word ``j`` of each sentence the source word
-    ``x^`` it is aligned with, ``(batch, max tgt_len)`` long, -1 where ``j`` has no link (then no
-    agreement term) or is padding. Where ``j`` has several links, the one nearest the diagonal
-    (``|i / n - j / l|``, ties: the first) stands for the argmax of eq. 14 (the links carry no
-    probabilities)."""
-    out = torch.full((len(lines), max(tgt_len) if tgt_len else 0), -1, dtype=torch.long)
-    for b, line in enumerate(lines):
-        n, length = max(src_len[b], 1), max(tgt_len[b], 1)
-        best: dict[int, tuple[float, int]] = {}
-        for item in (line or "").split():
-            i, _, j = item.partition("-")
-            i, j = int(i), int(j)
-            if i >= src_len[b] or j >= tgt_len[b]:
-                raise ValueError(f"alignment link {item} outside a pair of {src_len[b]} source and {tgt_len[b]} "
-                                 "target words: the alignment file does not belong to this text")
-            key = (abs(i / n - j / length), i)
-            if j not in best or key < best[j]:
-                best[j] = key
-        for j, (_, i) in best.items():
-            out[b, j] = i
-    return out.to(device) if device is not None else out
-
-
-def reverse_alignment_lines(lines: list[str]) -> list[str]:
-    """``i-j`` -> ``j-i`` for the backward model (its source is the target)."""
-    return [" ".join("-".join(reversed(item.split("-"))) for item in (line or "").split()) for line in lines]
-
-
 def hard_targets(other_img_att: torch.Tensor, aligned: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Eq. 14: ``A_{x^ -> v}`` for every target row: ``other_img_att (batch, n, m)`` (the other
     model's image attention when generating word ``i``), ``aligned (batch, T)`` the index ``x^``
@@ -531,12 +502,12 @@ class _JointModel(MMTModel):
         # the other model's image attention as each term's target: a constant under `own`
         o_b, o_f = (a_b.detach(), a_f.detach()) if opts.agreement_grad == "own" else (a_b, a_f)
         if opts.agreement == "hard":
-            if batch.get("align") is None:
+            if batch.get("align_fwd") is None:
                 raise ValueError("hard visual agreement (eq. 14) needs the word alignments in the batch: give the "
                                  "system `extras: [align]` (the align stage)")
-            x_len, y_len = batch["src_len"].tolist(), rev["src_len"].tolist()
-            al_f = parse_alignment_batch(batch["align"], x_len, y_len, a_f.device)
-            al_b = parse_alignment_batch(reverse_alignment_lines(batch["align"]), y_len, x_len, a_f.device)
+            # x^ of every target word, and of every source word for the backward model (eq. 14;
+            # the data layer reads them from the links: mmt_repro.datasets.alignments)
+            al_f, al_b = batch["align_fwd"], batch["align_bwd"]
             tgt_f, valid_f = hard_targets(o_b, al_f)
             tgt_b, valid_b = hard_targets(o_f, al_b)
             valid_f = valid_f & rows_f[:, : valid_f.size(1)]

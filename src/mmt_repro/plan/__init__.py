@@ -8,6 +8,10 @@ tests call it directly (tests/unit/test_plan.py).
     job.files(), job.to_dict()                # the rule's inputs and its one `job` param
     plan.check_targets(targets)               # requested paths' names; UnknownNameError on a typo
 
+The tools that read a plan without building its jobs (the cost plan, the preflight, code
+versions, a run folder's progress, job listings, the DAG walk, the settings' type checks) are
+functions of a ``Plan`` in the layer above, :mod:`mmt_repro.plan_tools`.
+
 Importing the package imports none of its parts: a job that only rebuilds its job object
 (``mmt_repro.plan.jobs``, stdlib only) does not pay for the config schema, the papers' settings
 and the manifest (0.35 s of every job); a name below is imported on first use (PEP 562).
@@ -22,8 +26,6 @@ _EXPORTS = {
     "Plan": "whole", "load_plan": "whole",
     "PATHS": "paths", "WILDCARDS": "paths", "path": "paths", "reversed_pair": "paths",
     "is_captioning": "base", "pattern": "base",
-    "code_version": "version",
-    "STAGES": "version",
     **{name: "jobs" for name in ("Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob",
                                  "SignificanceJob", "CurvesJob", "AlignmentModelJob", "AlignJob",
                                  "BacktranslationJob", "job_from_dict")},

@@ -54,7 +54,7 @@ class PlanBase:
         # and the manifest (an unknown one stops planning naming the key and the valid values).
         self.layout = dataset_layout(config, self.manifest)
         self.published = str(self.repo / "config" / "published_results.tsv")
-        if check_names:  # the preflight (mmt_repro.plan.preflight) collects them instead
+        if check_names:  # the preflight (mmt_repro.plan_tools.preflight) collects them instead
             self.check_table_names()
 
     # ------------------------------------------------------------------ config look-ups
@@ -131,7 +131,7 @@ class PlanBase:
         """(paper, table, errors) of every enabled table: each name it gives that the config or
         the paper does not define (:func:`mmt_repro.io.unknown_name`, naming the key): its
         dataset, the feature set of that dataset that its multimodal systems read, its systems,
-        and (``everything``: the preflight, :mod:`mmt_repro.plan.preflight`) its baselines and
+        and (``everything``: the preflight, :mod:`mmt_repro.plan_tools.preflight`) its baselines and
         test sets (splits of the dataset)."""
         out = []
         for paper, name, table in self.enabled:

@@ -63,7 +63,7 @@ def interim_table(plan, paper: str, table: str, folder: Path) -> pd.DataFrame:
 
 def interim_tables(plan, tables, folder: Path) -> list[Path]:
     """Write the interim table of each ``(paper, table)`` of ``tables`` under ``folder`` (the
-    translation tables among a plan's targets: :func:`mmt_repro.plan.progress.target_tables`);
+    translation tables among a plan's targets: :func:`mmt_repro.plan_tools.progress.target_tables`);
     return the files written."""
     written = []
     for paper, table in tables:

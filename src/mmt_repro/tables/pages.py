@@ -223,14 +223,14 @@ def _published_counts(repo: Path) -> Counter:
 def _full_plan(repo: Path):
     """The full configuration's plan and its cost plan (the status and cost blocks share them)."""
     from ..plan import load_plan
-    from ..plan.cost import cost_plan
+    from ..plan_tools.cost import cost_plan
 
     plan = load_plan(repo)
     return plan, cost_plan(plan, plan.default_targets())
 
 
 def _block_status(repo: Path, where: Path, _arg: str = "") -> list[str]:
-    from ..plan.listing import catalogue
+    from ..plan_tools.listing import catalogue
 
     plan, cost = _full_plan(repo.resolve())
     published = _published_counts(repo)

@@ -91,7 +91,7 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
     Every file a table needs must exist: a missing one is an error naming it (build the table
     first), and nothing is written then. ``out_dir`` is replaced whole, so a reference never
     mixes two runs."""
-    from ..plan.progress import target_tables
+    from ..plan_tools.progress import target_tables
 
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     wanted = {str(t) for t in targets}
@@ -291,7 +291,7 @@ def transcribed_reference(plan, targets, out_dir: Path, configfiles=(), reason: 
     what was not committed (``reason``). Without ``transcribed/scores.tsv`` the record alone: a
     configuration that ran, whose evidence was not kept (its page says so, and shows whatever
     other transcribed figures the folder holds)."""
-    from ..plan.progress import target_tables
+    from ..plan_tools.progress import target_tables
 
     out_dir = Path(out_dir)
     has_scores = (out_dir / TRANSCRIPT).is_file()  # without it: a record of what was not kept, no tables

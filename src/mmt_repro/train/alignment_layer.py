@@ -12,7 +12,8 @@ import logging
 
 import torch
 
-from ..models.visual_agreement import _reverse_batch, _word_rows, reverse_alignment_lines
+from ..datasets.alignments import reverse_alignment_lines
+from ..models.visual_agreement import _reverse_batch, _word_rows
 from ..models.visual_agreement_transformer import _TransformerJoint
 
 log = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..datasets.alignments import alignment_tensors
 from ..models.base import Specials
 
 __all__ = ["bertgen_batch", "bertgen_vocabs", "model_batch", "text_batch"]
@@ -88,7 +89,7 @@ def text_batch(bsz: int, src_vocab: int | None, tgt_vocab: int, *, src_len=(8, 1
         for n, m in zip(s_len.tolist(), t_len.tolist()):
             pairs = sorted({(int(i), min(m - 1, int(i * m / n))) for i in range(n)})
             lines.append(" ".join(f"{i}-{j}" for i, j in pairs))
-        batch["align"] = lines
+        batch.update(alignment_tensors(lines, s_len.tolist(), t_len.tolist()))
     if langs is not None:
         batch["src_lang"] = [langs[0]] * bsz if src_vocab is not None else None
         batch["tgt_lang"] = [langs[1]] * bsz

@@ -39,7 +39,7 @@ def _m(*names: str) -> tuple[str, ...]:
 NEUTRAL = frozenset(_m(
     "", "io", "device", "runtime", "config",
     "execute", "execute.record",
-    "plan", "plan.jobs", "plan.version",
+    "plan", "plan.jobs", "plan_tools", "plan_tools.version",
     "corpora", "grounded", "datasets", "features", "text", "metrics", "models", "train", "decode", "tables",
     "analyses",
 ))
@@ -63,6 +63,10 @@ class Stage:
 _UNROLL = "BertGen's multi-task unrolling: decides BertGen's jobs only (MODEL_CODE)"
 _OTHER_METRICS = "lazily imported by metrics.mt for the test-set scores; training validates with BLEU only"
 _SEGMENTATION = "text preparation (the text stage); a job here reads its output files"
+_BERTGEN_VIEW = ("BertGen's training view (datasets.view imports it for models with unrolled examples) and the "
+                 "BertGen model it lays batches out for: BertGen's jobs only (MODEL_CODE)")
+_ALIGNMENTS = "word alignments of training pairs (hard agreement): a training input only"
+_RESIDENT = "holds a training set's store on the device; decoding and analyses read stores from the host"
 _MODEL_SHARED = _m("models.base", "models.registry", "checkpoint")
 
 STAGES: dict[str, Stage] = {
@@ -96,11 +100,17 @@ STAGES: dict[str, Stage] = {
     ),
     "train": Stage(
         entries=_m("execute.train"),
-        decides=_m("execute.train", "train.trainer", "train.step", "train.prefetch", "train.resume",
-                   "train.task_best", "datasets.batching", "datasets.resident", "datasets.feature_reads", "features.store",
+        decides=_m("execute.train", "train.trainer", "train.run", "train.schedules", "train.step", "train.prefetch",
+                   "train.resume", "train.task_best", "datasets.view", "datasets.batching", "datasets.alignments",
+                   "datasets.resident", "datasets.feature_reads", "features.store",
                    "decode.loop", "decode.search", "metrics.mt", "text.recipes", "text.vocab", "text.bpe",
                    "settings") + _MODEL_SHARED,
         not_deciding={
+            f"{PACKAGE}.datasets.bertgen": _BERTGEN_VIEW,
+            f"{PACKAGE}.models.bertgen": _BERTGEN_VIEW,
+            f"{PACKAGE}.models.bert": _BERTGEN_VIEW,
+            f"{PACKAGE}.models.bertgen_convert": _BERTGEN_VIEW,
+            f"{PACKAGE}.text.positions": _BERTGEN_VIEW,
             f"{PACKAGE}.datasets.unroll": _UNROLL,
             f"{PACKAGE}.metrics.meteor": _OTHER_METRICS,
             f"{PACKAGE}.metrics.cider": _OTHER_METRICS,
@@ -119,6 +129,8 @@ STAGES: dict[str, Stage] = {
                    "settings") + _MODEL_SHARED,
         not_deciding={
             f"{PACKAGE}.datasets.unroll": _UNROLL,
+            f"{PACKAGE}.datasets.resident": _RESIDENT,
+            f"{PACKAGE}.datasets.alignments": _ALIGNMENTS,
             f"{PACKAGE}.text.moses": _SEGMENTATION,
             f"{PACKAGE}.text.zh_segment": _SEGMENTATION,
             f"{PACKAGE}.text.wordpiece": "merges WordPiece output: BertGen's jobs only (MODEL_CODE)",
@@ -128,11 +140,12 @@ STAGES: dict[str, Stage] = {
     # Yang et al.'s Transformer decoder block that aligns best: an input of the agreement trainings
     "layer_choice": Stage(
         entries=_m("train.alignment_layer"),
-        decides=_m("train.alignment_layer", "datasets.batching", "datasets.feature_reads", "features.store",
+        decides=_m("train.alignment_layer", "datasets.batching", "datasets.alignments", "datasets.feature_reads", "features.store",
                    "text.vocab", "models.visual_agreement", "models.visual_agreement_transformer",
                    "models.transformer", "models.layers") + _MODEL_SHARED,
         not_deciding={
             f"{PACKAGE}.datasets.unroll": _UNROLL,
+            f"{PACKAGE}.datasets.resident": _RESIDENT,
             f"{PACKAGE}.settings": "imports a paper's extra modules; the choice's settings are its params",
             f"{PACKAGE}.text.bpe": _SEGMENTATION,
             f"{PACKAGE}.text.recipes": _SEGMENTATION,
@@ -153,6 +166,8 @@ STAGES: dict[str, Stage] = {
                    "text.bpe") + _MODEL_SHARED,
         not_deciding={
             f"{PACKAGE}.datasets.unroll": _UNROLL,
+            f"{PACKAGE}.datasets.resident": _RESIDENT,
+            f"{PACKAGE}.datasets.alignments": _ALIGNMENTS,
             f"{PACKAGE}.settings": "imports a paper's extra modules; the analysis's settings are its params",
             f"{PACKAGE}.metrics.figures": "figures (the report stage); analyses write numbers",
             f"{PACKAGE}.grounded.video": "the grounded generator's layout, read by DeepFuse's analysis: "
@@ -188,7 +203,7 @@ JOB_STAGE = {
 # A paper's own modules outside its model that decide its trainings, decodings and analyses
 # (keyed by the model module: a paper whose models live in several modules lists each).
 MODEL_CODE = {
-    f"{MODELS}.bertgen": _m("datasets.unroll", "text.wordpiece"),
+    f"{MODELS}.bertgen": _m("datasets.unroll", "datasets.bertgen", "text.positions", "text.wordpiece"),
     f"{MODELS}.deepfuse": (),
 }
 # analyses that read a data module of their own
@@ -388,6 +403,20 @@ def code_version(stage: str, model: str | None = None, paper: str | None = None,
     (:func:`stage_modules`). A model registered outside the package (a paper's ``imports``) adds
     nothing: its module is the paper's to version."""
     return f"{stage}:{_hash(stage_modules(stage, model, paper, root), root)}"
+
+
+def code_param(plan, stage: str):
+    """The ``code`` param of a rule of ``stage`` in ``plan`` (a ``mmt_repro.plan.Plan``): a
+    string, or for a stage whose output its model decides (training, decoding, analyses) a
+    function of the job's wildcards."""
+    if not STAGES[stage].per_model:
+        return code_version(stage)
+    return lambda wildcards: job_code_version(plan, stage, wildcards.paper, wildcards.system)
+
+
+def job_code_version(plan, stage: str, paper: str, system: str) -> str:
+    """The code version of a job of ``paper``'s ``system`` in ``stage`` (its model from the plan)."""
+    return code_version(stage, plan.model_of(paper, system), paper)
 
 
 def clear_caches() -> None:

@@ -6,7 +6,7 @@ at planning, each with its fix, and no traceback.
 
 - the configuration schema's problems (unknown keys, wrong types: ``config/schema.yaml``);
 - every wrong type or unknown key in a paper's ``model_config``, ``train`` and ``decode``
-  blocks (:mod:`mmt_repro.plan.typecheck`, torch-free), blamed on the override's key path
+  blocks (:mod:`mmt_repro.plan_tools.typecheck`, torch-free), blamed on the override's key path
   (``papers.<paper>.overrides.systems.<s>.model_config.<key>``) or on the settings file,
   whichever gives it; and each paper's other settings problems (:func:`mmt_repro.settings.load_paper`);
 - every unknown paper, table, system, dataset, feature set, baseline or test set, in the tables
@@ -14,7 +14,7 @@ at planning, each with its fix, and no traceback.
   names);
 - every input the requested targets need that its configured source lacks, every request-only
   input not configured (once, with where to ask), and an absent or empty mirror
-  (:mod:`mmt_repro.plan.needs`).
+  (:mod:`mmt_repro.plan_tools.needs`).
 
 A wrong-typed override is left out (and a broken paper or table skipped) so that the rest is
 still checked. Torch-free and Snakemake-free.
@@ -174,7 +174,7 @@ def preflight(config: dict, repo: str | Path, targets=(), workdir: str | Path | 
     ``rule all`` builds) of the workflow in ``repo``; ``workdir``: Snakemake's working
     directory (files already there are not needed again; default: ``repo``); ``inputs``:
     also check the inputs the targets need. Never raises for a user's mistake."""
-    from . import Plan
+    from ..plan import Plan
 
     repo = Path(repo)
     workdir = Path(workdir) if workdir is not None else repo

@@ -6,12 +6,12 @@ target path to ask Snakemake for. Torch-free, from the config and the settings a
 A need is *configured* when its folder or file is given in the config (a request-only input's
 key is set, a pretrained feature set's ``src`` is set) or the workflow makes it (generated
 grounded data, downloadable inputs, features the workflow extracts from configured images).
-:mod:`mmt_repro.plan.preflight` checks further that the files are really there.
+:mod:`mmt_repro.plan_tools.preflight` checks further that the files are really there.
 """
 
 from __future__ import annotations
 
-from .paths import path
+from ..plan.paths import path
 
 MEDIA = {"images": "images", "videos": "videos"}
 

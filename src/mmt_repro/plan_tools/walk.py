@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from types import SimpleNamespace
 
-from .paths import PATHS, WILDCARDS
+from ..plan.paths import PATHS, WILDCARDS
 
 #: Files whose producing rule can (transitively) need a checkpoint: name -> path regex.
 _MODEL_SUFFIXES = r"\.(?:best\.pt|curve\.tsv|last\.pt|job\.json)"

@@ -13,7 +13,7 @@ import statistics
 from pathlib import Path
 
 from ..settings import make_train_config
-from .paths import path
+from ..plan.paths import path
 from .walk import ALL_TABLES, training_runs
 
 

@@ -1,6 +1,6 @@
 """What the requested targets need from outside the workflow, found at planning.
 
-The training walk (:mod:`mmt_repro.plan.walk`) gives every file that the targets' tables,
+The training walk (:mod:`mmt_repro.plan_tools.walk`) gives every file that the targets' tables,
 scores, translations and checkpoints read; this module follows those files down the text,
 data and feature rules (with the plan methods the rules call) to the files of the manifest's
 inputs (``resources/<input>/<file>``) and to the media a feature extraction reads (an image or
@@ -21,8 +21,8 @@ from ..config import ConfigError
 from ..corpora.fetch import LOCAL_KEY, MIRROR_KEY, request_only_error
 from ..corpora.prepare import SOURCES as CORPUS_SOURCES
 from ..io import DataError
-from .paths import path
-from .targets import template_matches
+from ..plan.paths import path
+from ..plan.targets import template_matches
 from .walk import TrainingWalk
 
 #: Templates followed to their inputs, most specific first (a prepared corpus's own layout,
