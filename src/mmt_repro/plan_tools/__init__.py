@@ -14,30 +14,6 @@ Snakemake-free, like the planner:
 - :mod:`~mmt_repro.plan_tools.listing`: what can be built (``python -m mmt_repro list``);
 - :mod:`~mmt_repro.plan_tools.walk`: the training runs a set of targets needs (the DAG walk).
 
-Importing the package imports none of its parts (a job's record reads only ``version``); a
-name below is imported on first use (PEP 562).
+Importing the package imports none of its parts (a job's record reads only ``version``):
+import the module a name lives in.
 """
-
-from __future__ import annotations
-
-from importlib import import_module
-
-# exported name -> module of this package that defines it (no name of a module: importing the
-# module would set the package's attribute to it)
-_EXPORTS = {
-    "code_version": "version", "code_param": "version", "STAGES": "version",
-    "cost_plan": "cost", "training_runs": "walk",
-}
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
