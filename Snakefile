@@ -60,4 +60,4 @@ onstart:
 rule all:
     default_target: True
     input:
-        PLAN.default_targets(),
+        PLAN.targets.default_targets(),

@@ -113,17 +113,17 @@ def vector_epochs(plan, epochs: list[int], counts, out_dir: Path) -> None:
     from mmt_repro.text.word_vectors import build_embedding_table, train_word_vectors
 
     w = SimpleNamespace(paper="emb_pred", dataset="multi30k", pair="fr-en", lang="en")
-    settings = plan.word_vector_training(w)
-    vocab_file = plan.embedding_vocab(w)
+    settings = plan.vectors.training(w)
+    vocab_file = plan.vectors.table_vocab(w)
     tokens = Vocab.load(vocab_file).tokens
     index = {t: i for i, t in enumerate(tokens)}
     for epoch in epochs:
         vec, npy = out_dir / f"en.epoch{epoch}.vec", out_dir / f"en.epoch{epoch}.npy"
         started = time.monotonic()
-        train_word_vectors([plan.word_vector_text(w)], vec, **{**settings, "epoch": epoch})
+        train_word_vectors([plan.vectors.training_text(w)], vec, **{**settings, "epoch": epoch})
         seconds = time.monotonic() - started
         report = out_dir / f"en.epoch{epoch}.json"
-        build_embedding_table(vocab_file, vec, npy, report, **plan.embedding_table_settings(w))
+        build_embedding_table(vocab_file, vec, npy, report, **plan.vectors.table_settings(w))
         bands, sims = crowding(np.load(npy), counts)
         print(f"  {epoch} epochs ({seconds:.0f} s): " + "; ".join(
             f"count {b['band']}: cos>=0.95 {b['cos>=0.95']:.1%}, >=0.9 {b['cos>=0.9']:.1%}, median {b['median']:.3f}"
@@ -185,12 +185,12 @@ def main(argv=None) -> int:
     work = Path(args.workdir).resolve()
     w = SimpleNamespace(paper="emb_pred", system="ours_text", dataset="multi30k", pair="fr-en", seed=args.seed,
                         split=args.split, condition="congruent")
-    job = plan.translate_job(w).to_dict()
-    train_job = plan.train_job(SimpleNamespace(**{k: v for k, v in vars(w).items() if k not in ("split", "condition")}))
+    job = plan.translate_jobs.job(w).to_dict()
+    train_job = plan.train_jobs.job(SimpleNamespace(**{k: v for k, v in vars(w).items() if k not in ("split", "condition")}))
     res = train_job.to_dict()["resources"]
     tgt_train = train_job.inputs["train_tgt"]
     tgt_lang = "en"
-    ref_file = plan.score_job(w).to_dict()["inputs"]["ref"][0]  # Multi30k: one reference
+    ref_file = plan.score_jobs.job(w).to_dict()["inputs"]["ref"][0]  # Multi30k: one reference
 
     out_arg = Path(args.out).resolve() if args.out else None  # before the chdir
     os.chdir(work)
@@ -212,7 +212,7 @@ def main(argv=None) -> int:
     index = {t: i for i, t in enumerate(vocab.tokens)}
     print(f"rare words written on {args.split} (training count <= 4; sentence-word pairs), seed {args.seed}:")
     for system in ("nmt_pre", "ours_text"):
-        hyp_file = plan.translate_job(SimpleNamespace(**{**vars(w), "system": system})).out
+        hyp_file = plan.translate_jobs.job(SimpleNamespace(**{**vars(w), "system": system})).out
         if not Path(hyp_file).exists():
             print(f"  {system}: {hyp_file} not translated yet")
             continue

@@ -83,7 +83,7 @@ def prepare(args) -> int:
     for seed in args.seeds:
         for system in args.systems:
             w = SimpleNamespace(paper=args.paper, system=system, dataset=dataset, pair=pair, seed=str(seed))
-            job = plan.train_job(w).to_dict()
+            job = plan.train_jobs.job(w).to_dict()
             if args.budget_min:
                 job["train_config"] = {**job["train_config"], "time_budget_min": args.budget_min}
             new.append(job)
@@ -91,7 +91,7 @@ def prepare(args) -> int:
             for split in args.splits:
                 w = SimpleNamespace(paper=args.paper, system=system, dataset=dataset, pair=pair, seed=str(seed),
                                     split=split, condition="congruent")
-                new.append(plan.translate_job(w).to_dict())
+                new.append(plan.translate_jobs.job(w).to_dict())
     outputs = {_output(j) for j in jobs}
     jobs += [j for j in new if _output(j) not in outputs]
     made = {j.get("best") for j in jobs if j["kind"] == "train"}
@@ -273,7 +273,7 @@ def collect(args) -> int:
                 continue
             w = SimpleNamespace(paper=j["paper"], system=j["system"], dataset=j["dataset"], pair=j["pair"],
                                 seed=str(j["seed"]), split=j["split"], condition=j["condition"])
-            score = plan.score_job(w).to_dict()
+            score = plan.score_jobs.job(w).to_dict()
             if Path(score["out"]).exists() and Path(score["out"]).stat().st_mtime >= Path(j["out"]).stat().st_mtime:
                 continue
             run_job(score)
@@ -281,14 +281,14 @@ def collect(args) -> int:
         for name in args.tables:
             paper, table = name.split("/")
             w = SimpleNamespace(paper=paper, table=table)
-            missing = [f for f in plan.table_scores(paper, table) if not Path(f).exists()]
+            missing = [f for f in plan.table_jobs.scores(paper, table) if not Path(f).exists()]
             if missing:
                 print(f"{paper}/{table}: not built, {len(missing)} score files missing (e.g. {missing[0]}); "
                       "score those runs first or narrow the table with an overlay")
                 continue
-            steps = [plan.table_job(w).to_dict()]
+            steps = [plan.table_jobs.job(w).to_dict()]
             if "significance" in steps[0]["inputs"]:  # the table reads its significance tests
-                steps.insert(0, plan.significance_job(w).to_dict())
+                steps.insert(0, plan.significance_jobs.job(w).to_dict())
             for job in steps:
                 run_job(job)
             print(f"built {steps[-1]['out']}")

@@ -160,7 +160,7 @@ def _plan(args) -> int:
     from .plan_tools.cost import cost_plan, format_cost_plan
 
     plan = _plan_of(args.configfile)
-    report = cost_plan(plan, args.targets or plan.default_targets(), args.gpu)
+    report = cost_plan(plan, args.targets or plan.targets.default_targets(), args.gpu)
     print(format_cost_plan(report, markdown=args.markdown))
     return 0
 
@@ -169,7 +169,7 @@ def _progress(args) -> int:
     from .plan_tools.progress import format_progress, progress, target_tables
 
     plan = _plan_of(args.configfile)
-    targets = args.targets or plan.default_targets()
+    targets = args.targets or plan.targets.default_targets()
     print(format_progress(progress(plan, targets, Path(args.directory))))
     if args.scores:
         from .tables.build import format_table, read_table
@@ -184,7 +184,7 @@ def _reference(args) -> int:
     from .tables.reference import collect_reference, transcribed_reference
 
     plan = _plan_of(args.configfile)
-    targets = args.targets or plan.default_targets()
+    targets = args.targets or plan.targets.default_targets()
     if args.transcribed:
         record = transcribed_reference(plan, targets, Path(args.out), args.configfile or [], reason=args.reason or "",
                                        purpose=args.purpose)

@@ -73,8 +73,8 @@ BREAKS = {
     "plan-datasets": ("plan/data.py", "\n\ndef _broken():\n    from ..datasets import batching  # noqa: F401\n",
                       "Layers", "mmt_repro.plan.data -> mmt_repro.datasets.batching"),
     # the planner reaching for a tool that reads a plan (the tools sit above it)
-    "plan-tools": ("plan/runs.py", "\n\ndef _broken():\n    from ..plan_tools import walk  # noqa: F401\n",
-                   "Layers", "mmt_repro.plan.runs -> mmt_repro.plan_tools.walk"),
+    "plan-tools": ("plan/build/train.py", "\n\ndef _broken():\n    from ...plan_tools import walk  # noqa: F401\n",
+                   "Layers", "mmt_repro.plan.build.train -> mmt_repro.plan_tools.walk"),
     # a generator reading prepared corpora (the inputs layer's generators sit below corpora)
     "grounded-corpora": ("grounded/video.py", "\n\ndef _broken():\n    from ..corpora import checks  # noqa: F401\n",
                          "Layers", "mmt_repro.grounded.video -> mmt_repro.corpora.checks"),
@@ -240,3 +240,62 @@ def test_the_trainer_calls_one_typed_protocol_and_probes_no_data_view():
     for view in (ParallelData, MultiTaskData):
         missing = sorted(m for m in methods if not callable(getattr(view, m, None)))
         assert not missing, f"{view.__name__} lacks {missing}"
+
+
+# ---------------------------------------------------------------------------- the plan's parts
+
+PLAN_PARTS = ["build/train.py", "build/translate.py", "build/score.py", "build/analyse.py", "build/significance.py",
+              "build/table.py", "build/curves.py", "build/alignment.py", "build/backtranslation.py", "data.py",
+              "features.py", "text.py", "vectors.py", "figures.py", "targets.py"]
+
+
+def _undeclared_calls(source: str, lookup_names: set) -> list:
+    """Every ``self.look.<x>`` that the look-ups lack and every ``self.<x>`` that the part's own
+    class (with its base JobBuilder) neither defines nor assigns in its constructor."""
+    tree = ast.parse(source)
+    bad = []
+    for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
+        own = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        own |= {t.id for n in cls.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        own |= {t.attr for n in ast.walk(cls) if isinstance(n, ast.Assign) for t in n.targets
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+        if any(isinstance(b, ast.Name) and b.id == "JobBuilder" for b in cls.bases):
+            own |= {"look", "job", "inputs", "params", "build", "_cache"}
+        for node in ast.walk(cls):
+            if not isinstance(node, ast.Attribute) or not isinstance(node.value, ast.Name) or node.value.id != "self":
+                continue
+            parent = [p for p in ast.walk(cls) if isinstance(p, ast.Attribute) and p.value is node]
+            if node.attr == "look":
+                bad += [f"self.look.{p.attr}" for p in parent if p.attr not in lookup_names]
+            elif node.attr not in own:
+                bad.append(f"self.{node.attr}")
+    return bad
+
+
+def test_each_part_of_the_plan_calls_only_the_lookups_and_the_parts_it_names():
+    """Plan is the look-ups (plan/lookup.py) with one job builder per kind of job, one-to-one
+    with execute/<kind>.py, and the inputs of the stages without a job object. A part reaches
+    the look-ups through ``self.look`` and another part only through a name its constructor
+    sets: no call across parts through ``self`` that no one declared."""
+    from mmt_repro.plan.lookup import Lookup
+    from mmt_repro.plan.whole import Plan
+
+    plan_dir = PACKAGE / "plan"
+    # the look-ups' methods and properties, and the attributes their constructor sets
+    lookup_names = set(dir(Lookup)) | set(re.findall(r"self\.(\w+) = ", (plan_dir / "lookup.py").read_text()))
+    for part in PLAN_PARTS:
+        bad = _undeclared_calls((plan_dir / part).read_text(encoding="utf-8"), lookup_names)
+        assert not bad, f"plan/{part} calls {sorted(set(bad))} without declaring them"
+    # Plan itself adds no method: only its parts, made in __init__
+    assert [n for n, v in vars(Plan).items() if callable(v) and not n.startswith("__")] == []
+    # one builder per kind of job, one-to-one with execute/<kind>.py
+    builders = {p.stem for p in (plan_dir / "build").glob("*.py") if p.stem != "__init__"}
+    executors = {p.stem for p in (PACKAGE / "execute").glob("*.py") if p.stem not in ("__init__", "record")}
+    assert builders == executors
+
+
+def test_the_part_check_finds_a_call_across_parts():
+    source = ("class TableJobs(JobBuilder):\n"
+              "    def build(self, w):\n"
+              "        return self.look.word_vector_reason(w) or self.train_job(w)\n")
+    assert sorted(_undeclared_calls(source, {"table", "enabled"})) == ["self.look.word_vector_reason", "self.train_job"]

@@ -79,7 +79,7 @@ def test_the_walk_finds_pretraining_and_the_cost_plan_never_imports_torch(plan):
 @pytest.mark.parametrize("system,paper,pair", [("ours", "emb_pred", "fr-en"), ("bertgen", "bertgen", "en-de")])
 def test_slurm_resources_cover_the_stores_and_the_runtime(plan, tmp_path, system, paper, pair):
     w = W(paper=paper, system=system, dataset="multi30k", pair=pair, seed="1")
-    job = plan.train_job(w)
+    job = plan.train_jobs.job(w)
     stores = mapped_stores(plan, job)
     assert stores and all(f.startswith("results/features/") for f in stores)
     # a store on disk counts with its real size (a sparse 3 GB file)
@@ -88,7 +88,7 @@ def test_slurm_resources_cover_the_stores_and_the_runtime(plan, tmp_path, system
     with open(on_disk, "wb") as f:
         f.truncate(3 * 1024**3)
     fresh = Plan(plan.config, REPO)
-    cost = train_cost(fresh, fresh.train_job(w))
+    cost = train_cost(fresh, fresh.train_jobs.job(w))
     assert cost["stores"][next(iter(stores))] == 3 * 1024**3
     mem_mb = train_mem_mb(fresh, w)
     assert mem_mb * MiB >= sum(cost["stores"].values()) + cost["params"] * 4
@@ -123,15 +123,15 @@ def test_trainings_go_after_the_short_jobs_and_a_begun_one_before_new_ones(plan,
     exists (relative to the run folder, Snakemake's working directory), -2 otherwise, so a re-run
     on fewer cores than jobs does the data, decoding and scoring first and resumes what it had
     begun before it starts a new seed."""
-    assert "priority: PLAN.train_priority" in (REPO / "workflow" / "rules" / "train.smk").read_text()
+    assert "priority: PLAN.train_jobs.priority" in (REPO / "workflow" / "rules" / "train.smk").read_text()
     for rules in (REPO / "workflow" / "rules").glob("*.smk"):  # no other rule sets a priority
         assert rules.name == "train.smk" or "priority:" not in rules.read_text(), rules.name
     seed1, seed2 = (W(paper="emb_pred", system="nmt_pre", dataset="multi30k", pair="fr-en", seed=s)
                     for s in ("1", "2"))
-    assert plan.train_priority(seed1) == plan.train_priority(seed2) == -2
+    assert plan.train_jobs.priority(seed1) == plan.train_jobs.priority(seed2) == -2
     last = tmp_path / "results" / "models" / "emb_pred" / "nmt_pre" / "multi30k.fr-en.seed1.last.pt"
     last.parent.mkdir(parents=True)
     last.write_bytes(b"")
-    assert (plan.train_priority(seed1), plan.train_priority(seed2)) == (-1, -2)
+    assert (plan.train_jobs.priority(seed1), plan.train_jobs.priority(seed2)) == (-1, -2)
     # the trainer's file name: the checkpoint it resumes from is the one the priority looks for
-    assert plan.train_job(seed1).last == "results/models/emb_pred/nmt_pre/multi30k.fr-en.seed1.last.pt"
+    assert plan.train_jobs.job(seed1).last == "results/models/emb_pred/nmt_pre/multi30k.fr-en.seed1.last.pt"

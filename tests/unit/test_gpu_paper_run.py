@@ -26,7 +26,7 @@ def _tiny_corpus(work: Path, plan, jobs_wildcards) -> None:
 
     words = "a man rides a red bike on the road while two dogs run".split()
     for w in jobs_wildcards:
-        job = plan.train_job(w)
+        job = plan.train_jobs.job(w)
         for role, f in job.inputs.items():
             target = work / f
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -48,7 +48,7 @@ def test_prepare_then_run_gives_curves_and_translations(tmp_path, monkeypatch):
     work, dest = tmp_path / "work", tmp_path / "dest"
     wc = SimpleNamespace(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="2")
     _tiny_corpus(work, plan, [wc])
-    test_src = work / plan.translate_job(SimpleNamespace(**vars(wc), split="test_2016_flickr",
+    test_src = work / plan.translate_jobs.job(SimpleNamespace(**vars(wc), split="test_2016_flickr",
                                                          condition="congruent")).inputs["src"]
     test_src.write_text("a man rides\ntwo dogs run\n", encoding="utf-8")
 
@@ -88,7 +88,7 @@ def test_prepare_then_run_gives_curves_and_translations(tmp_path, monkeypatch):
     assert "stubbed (not installed here): jieba" in log and "training finished" in log
 
     # collect: unpacked into a run folder and scored by the plan's score job
-    ref = work / plan.score_job(SimpleNamespace(**vars(wc), split="test_2016_flickr", condition="congruent")
+    ref = work / plan.score_jobs.job(SimpleNamespace(**vars(wc), split="test_2016_flickr", condition="congruent")
                                 ).inputs["ref"][0]
     ref.write_text("a man rides\ntwo dogs run\n", encoding="utf-8")
     (work / jobs[0]["curve"]).parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +98,7 @@ def test_prepare_then_run_gives_curves_and_translations(tmp_path, monkeypatch):
     assert rc == 1 and (work / jobs[0]["curve"]).read_text() == "kept\n"
     assert Path.cwd() != work  # collect works in the run folder and comes back
     assert (work / jobs[1]["out"]).read_text().splitlines() == hyps
-    score = json.loads((work / plan.score_job(SimpleNamespace(**{**vars(wc), "system": "nmt_beam6"}, split="test_2016_flickr",
+    score = json.loads((work / plan.score_jobs.job(SimpleNamespace(**{**vars(wc), "system": "nmt_beam6"}, split="test_2016_flickr",
                                                               condition="congruent")).out).read_text())
     assert score["meta"]["checkpoint"] == jobs[0]["best"] and score["n_sentences"] == 2
     assert (work / "gpu_run/jobs.json").exists() and (work / "gpu_run/logs/00.train.nmt.log").exists()

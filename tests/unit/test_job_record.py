@@ -53,7 +53,7 @@ def test_a_job_starts_without_the_planning_layer(tmp_path):
     job = _score_job(tmp_path)
     code = ("import json, sys; from mmt_repro.execute import run_job;"
             f"run_job(json.loads({json.dumps(json.dumps(job.to_dict()))}), rule='score', code='0+planned');"
-            "heavy = ['mmt_repro.plan.whole', 'mmt_repro.plan.base', 'mmt_repro.settings', 'jsonschema', 'pandas'];"
+            "heavy = ['mmt_repro.plan.whole', 'mmt_repro.plan.lookup', 'mmt_repro.settings', 'jsonschema', 'pandas'];"
             "print(json.dumps([m for m in heavy if m in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []
@@ -72,7 +72,7 @@ def test_a_training_outside_snakemake_records_its_own_models_code_version():
     repo = Path(__file__).resolve().parents[2]
     w = W(paper="emb_pred", system="nmt", dataset="multi30k", pair="fr-en", seed="1")
     plan = Plan(load_yaml(repo / "config" / "config.yaml"), repo)
-    job = plan.train_job(w)
+    job = plan.train_jobs.job(w)
     assert provenance(job)["code_version"] == code_param(plan, "train")(w) == code_version("train", "emb_pred.nmt")
     assert provenance(job)["code_version"] != code_version("train", "bertgen.bertgen")
 

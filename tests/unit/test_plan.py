@@ -40,7 +40,7 @@ def smoke():
 def test_planning_never_imports_torch_or_snakemake():
     code = ("import sys; from pathlib import Path; from mmt_repro.config import load_yaml; from mmt_repro.plan import Plan;"
             f"p = Plan(load_yaml(Path('{REPO}/config/config.yaml')), Path('{REPO}'));"
-            "p.all_tables(); p.all_figures(); p.recipe_targets();"
+            "p.targets.all_tables(); p.targets.all_figures(); p.text.recipe_targets();"
             "print('torch' in sys.modules, 'snakemake' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
@@ -54,7 +54,7 @@ def test_a_bad_config_stops_the_plan_naming_the_key(tmp_path):
 
 
 def test_train_job_of_calixto_nmt_src_img(full):
-    job = full.train_job(W(paper="doubly_attentive", system="nmt_src_img", dataset="multi30k", pair="en-de", seed="1"))
+    job = full.train_jobs.job(W(paper="doubly_attentive", system="nmt_src_img", dataset="multi30k", pair="en-de", seed="1"))
     files = job.files()
     assert files["train_src"] == "results/text/doubly_attentive/multi30k.en-de/train.norm.tok.bpe.en"
     assert files["src_vocab"] == "results/vocab/doubly_attentive/multi30k.en-de.en.json"  # one vocabulary a side
@@ -69,17 +69,17 @@ def test_every_job_kind_round_trips_through_its_dict(full):
     w = W(paper="visual_agreement", system="soft_bwd", dataset="multi30k", split="test_2016_flickr", pair="de-en",
           seed="1", condition="congruent")
     jobs = [
-        full.train_job(W(paper="visual_agreement", system="hard", dataset="multi30k", pair="en-de", seed="1")),
-        full.translate_job(w),
-        full.score_job(w),
-        full.analyse_job(W(paper="doubly_attentive", system="nmt_src_img", dataset="multi30k",
+        full.train_jobs.job(W(paper="visual_agreement", system="hard", dataset="multi30k", pair="en-de", seed="1")),
+        full.translate_jobs.job(w),
+        full.score_jobs.job(w),
+        full.analyse_jobs.job(W(paper="doubly_attentive", system="nmt_src_img", dataset="multi30k",
                            split="test_2016_flickr", pair="en-de", seed="1", analysis="beta_shares")),
-        full.table_job(W(paper="visual_agreement", table="table1_de_en")),
-        full.significance_job(W(paper="doubly_attentive", table="table1")),
-        full.curves_job(W(paper="bertgen", table="figure4_en_de")),
-        full.alignment_model_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de")),
-        full.align_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de", split="train")),
-        full.backtranslation_job(W(paper="doubly_attentive", dataset="multi30k", pair="en-de")),
+        full.table_jobs.job(W(paper="visual_agreement", table="table1_de_en")),
+        full.significance_jobs.job(W(paper="doubly_attentive", table="table1")),
+        full.curves_jobs.job(W(paper="bertgen", table="figure4_en_de")),
+        full.alignment_jobs.model_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de")),
+        full.alignment_jobs.job(W(paper="visual_agreement", dataset="multi30k", pair="en-de", split="train")),
+        full.backtranslation_jobs.job(W(paper="doubly_attentive", dataset="multi30k", pair="en-de")),
     ]
     assert len({job.kind for job in jobs}) == len(jobs) == len(JOB_KINDS)
     for job in jobs:
@@ -98,13 +98,13 @@ def test_reverse_of_decodes_the_forward_checkpoint_backward(full):
     """Yang et al.: soft_bwd (De->En) is the backward model of soft, trained on En->De."""
     w = W(paper="visual_agreement", system="soft_bwd", dataset="multi30k", split="test_2016_flickr", pair="de-en",
           seed="1", condition="congruent")
-    job = full.translate_job(w)
+    job = full.translate_jobs.job(w)
     assert job.checkpoint == "results/models/visual_agreement/soft/multi30k.en-de.seed1.best.pt"
     assert job.direction == "backward"
     assert job.inputs["src"].endswith("test_2016_flickr.norm.tok.bpe.de") or job.inputs["src"].endswith(".de")
-    assert full.score_job(w).meta["checkpoint"] == job.checkpoint  # the table's runs column names it
+    assert full.score_jobs.job(w).meta["checkpoint"] == job.checkpoint  # the table's runs column names it
     with pytest.raises(ValueError, match="no training of its own"):
-        full.train_job(W(paper="visual_agreement", system="soft_bwd", dataset="multi30k", pair="de-en", seed="1"))
+        full.train_jobs.job(W(paper="visual_agreement", system="soft_bwd", dataset="multi30k", pair="de-en", seed="1"))
 
 
 def test_decode_of_decodes_the_same_checkpoint_with_its_own_beam(full, tmp_path):
@@ -112,13 +112,13 @@ def test_decode_of_decodes_the_same_checkpoint_with_its_own_beam(full, tmp_path)
     greedy); it trains nothing of its own."""
     w = W(paper="emb_pred", system="nmt_beam6", dataset="multi30k", split="test_2016_flickr", pair="fr-en",
           seed="2", condition="congruent")
-    job = full.translate_job(w)
-    greedy = full.translate_job(W(**{**w.__dict__, "system": "nmt"}))
+    job = full.translate_jobs.job(w)
+    greedy = full.translate_jobs.job(W(**{**w.__dict__, "system": "nmt"}))
     assert job.checkpoint == greedy.checkpoint == "results/models/emb_pred/nmt/multi30k.fr-en.seed2.best.pt"
     assert job.direction == "forward" and job.decode["beam_size"] == 6 and greedy.decode["beam_size"] == 1
-    assert job.out != greedy.out and full.score_job(w).meta["checkpoint"] == job.checkpoint
+    assert job.out != greedy.out and full.score_jobs.job(w).meta["checkpoint"] == job.checkpoint
     with pytest.raises(ValueError, match="no training of its own"):
-        full.train_job(W(paper="emb_pred", system="nmt_beam6", dataset="multi30k", pair="fr-en", seed="1"))
+        full.train_jobs.job(W(paper="emb_pred", system="nmt_beam6", dataset="multi30k", pair="fr-en", seed="1"))
     from mmt_repro.settings import load_paper
 
     settings = REPO / "config" / "papers" / "emb_pred.yaml"
@@ -160,7 +160,7 @@ def test_the_pilot_overlay_plans_its_variants(tmp_path):
     config = deep_update(load_yaml(REPO / "config" / "config.yaml"),
                          load_yaml(REPO / "config" / "pilot_visual_agreement.yaml"))
     plan = Plan(config, REPO)
-    jobs = {s: plan.train_job(SimpleNamespace(paper="visual_agreement", system=s, dataset="multi30k", pair="en-de",
+    jobs = {s: plan.train_jobs.job(SimpleNamespace(paper="visual_agreement", system=s, dataset="multi30k", pair="en-de",
                                               seed="1"))
             for s in ("onlytext", "onlytext_b32", "onlytext_b16", "t_onlytext", "t_onlytext_warmup")}
     assert {s: j.train_config["batch_size"] for s, j in jobs.items()} == {
@@ -185,31 +185,31 @@ def test_train_on_decodes_the_one_multitask_run(full):
             "results/models/bertgen/bertgen/multi30k.en-de.seed1.best.pt"
     assert full.checkpoint_of("bertgen", "fairseq", "iwslt14_de_en", "de-en", 1) == \
         "results/models/bertgen/fairseq/iwslt14_de_en.de-en.seed1.best.pt"  # trained per table: its own
-    job = full.translate_job(W(paper="bertgen", system="bertgen", dataset="iwslt14_de_en", split="test",
+    job = full.translate_jobs.job(W(paper="bertgen", system="bertgen", dataset="iwslt14_de_en", split="test",
                                pair="de-en", seed="1", condition="congruent"))
     assert job.checkpoint == job.inputs["checkpoint"] == "results/models/bertgen/bertgen/multi30k.en-de.seed1.best.mt_de_en.pt"
     config = deep_update(load_yaml(REPO / "config" / "config.yaml"),
                          {"papers": {"bertgen": {"overrides": {"systems": {"bertgen": {"train": {"best_per_task": False}}}}}}})
     assert Plan(config, REPO).checkpoint_of("bertgen", "bertgen", "iwslt14_de_en", "de-en", 1) == \
         "results/models/bertgen/bertgen/multi30k.en-de.seed1.best.pt"
-    job = full.translate_job(W(paper="bertgen", system="bertgen", dataset="multi30k", split="test_2016_flickr",
+    job = full.translate_jobs.job(W(paper="bertgen", system="bertgen", dataset="multi30k", split="test_2016_flickr",
                                pair="en-fr", seed="1", condition="congruent"))
     assert job.inputs["src_vocab"] == job.inputs["tgt_vocab"] == "results/vocab/bertgen/multi30k.en-de.joint.json"
 
 
 def test_multitask_tasks_carry_their_files(full):
-    tasks = {t["name"]: t for t in full.tasks("bertgen", "bertgen")}
+    tasks = {t["name"]: t for t in full.train_jobs.tasks("bertgen", "bertgen")}
     assert len(tasks) == 12  # the 13 tasks of the paper: the system's own pair plus 12 extra
     ic = tasks["ic_tr"]
     assert ic["pair"] == "im-tr" and ic["src"] is None and ic["features"] is not None
     with pytest.raises(ValueError, match="captions images: it needs images|names its features"):
-        full.task_files("bertgen", "fairseq", "x", W(dataset="tasviret", pair="im-tr", split=None, images=None, val=False))
+        full.train_jobs.task_files("bertgen", "fairseq", "x", W(dataset="tasviret", pair="im-tr", split=None, images=None, val=False))
 
 
 def test_hard_agreement_reads_the_training_alignment(full):
-    assert full.train_extra_files("visual_agreement", "hard", "multi30k", "en-de") == \
+    assert full.train_jobs.extra_files("visual_agreement", "hard", "multi30k", "en-de") == \
         {"align": "results/align/visual_agreement/multi30k.en-de/train.align"}
-    assert full.train_extra_files("visual_agreement", "onlytext", "multi30k", "en-de") == {}
+    assert full.train_jobs.extra_files("visual_agreement", "onlytext", "multi30k", "en-de") == {}
     with pytest.raises(ValueError, match="no `align` block"):
         full.align_file("doubly_attentive", "multi30k", "en-de", "train")
 
@@ -220,11 +220,11 @@ def test_trained_word_vectors_are_a_declared_difference():
     config = deep_update(load_yaml(REPO / "config" / "config.yaml"),
                          load_yaml(REPO / "config" / "paper_multi30k_fr_en.yaml"))
     paper = Plan(config, REPO)
-    reasons = paper.table_differences("emb_pred", "table1")
+    reasons = paper.table_jobs.differences("emb_pred", "table1")
     assert set(reasons) == {"nmt_pre"}  # of nmt, nmt_pre and their beam-6 decodings: the one that trains on vectors
     assert all("trained here" in r for r in reasons.values())
-    assert paper.table_not_comparable("emb_pred", "table1") == {}
-    job = paper.table_job(W(paper="emb_pred", table="table1"))
+    assert paper.table_jobs.not_comparable("emb_pred", "table1") == {}
+    job = paper.table_jobs.job(W(paper="emb_pred", table="table1"))
     assert job.differences == reasons and type(job).from_dict(job.to_dict()) == job
 
 
@@ -232,27 +232,27 @@ def test_every_smoke_table_is_not_comparable(smoke):
     """The smoke run is a synthetic check: no row of it may get a delta against a paper."""
     for paper, table, _ in smoke.enabled_tables():
         assert smoke.table(paper, table).get("comparable") is False, f"{paper}/{table} lacks comparable: false"
-    job = smoke.table_job(W(paper="deepfuse", table="table1"))
+    job = smoke.table_jobs.job(W(paper="deepfuse", table="table1"))
     assert set(job.not_comparable) == {"lstm", "vatex", "transformer", "deepfuse"}
 
 
 def test_backtranslation_reads_the_reverse_model_of_every_description(full):
-    files = full.backtranslation_inputs(W(paper="doubly_attentive", dataset="multi30k", pair="en-de"))
+    files = full.backtranslation_jobs.inputs(W(paper="doubly_attentive", dataset="multi30k", pair="en-de"))
     assert len(files["synthetic"]) == 5 and all("/bt_reverse/" in f and ".de-en." in f for f in files["synthetic"])
     with pytest.raises(ValueError, match="no `backtranslation` block"):
-        full.backtranslation("emb_pred")
+        full.backtranslation_jobs.settings("emb_pred")
 
 
 def test_table_runs_of_the_smoke_grounded_table(smoke):
     runs = smoke.table_runs("doubly_attentive", "grounded")
     assert ("nmt", "test", 1, "congruent") in runs and ("nmt_src_img", "test", 1, "shuffled") in runs
     assert ("nmt", "test", 1, "shuffled") not in runs  # text-only systems have no image condition
-    job = smoke.table_job(W(paper="doubly_attentive", table="grounded"))
+    job = smoke.table_jobs.job(W(paper="doubly_attentive", table="grounded"))
     assert isinstance(job, TableJob) and len(job.inputs["scores"]) == len(runs)
 
 
 def test_analysis_job_names_its_inputs(smoke):
-    job = smoke.analyse_job(W(paper="visual_agreement", system="soft", dataset="grounded", split="test",
+    job = smoke.analyse_jobs.job(W(paper="visual_agreement", system="soft", dataset="grounded", split="test",
                               pair="en-de", seed="1", analysis="vad"))
     assert isinstance(job, AnalyseJob) and job.name == "visual_agreement.vad"
     assert job.meta["checkpoint"] == "results/models/visual_agreement/soft/grounded.en-de.seed1.best.pt"
@@ -260,21 +260,21 @@ def test_analysis_job_names_its_inputs(smoke):
 
 def test_translate_job_of_dump_attention_writes_no_stats(smoke):
     w = W(paper="doubly_attentive", system="nmt_src_img", dataset="grounded", split="test", pair="en-de", seed="1")
-    job = smoke.translate_job(w, attention=True)
+    job = smoke.attention_jobs.job(w)
     assert isinstance(job, TranslateJob) and job.stats is None and job.out.endswith(".pt")
 
 
 def test_the_alignment_stage_reads_the_models_text_of_both_sides(full):
-    job = full.align_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de", split="test_2016_flickr"))
+    job = full.alignment_jobs.job(W(paper="visual_agreement", dataset="multi30k", pair="en-de", split="test_2016_flickr"))
     assert job.inputs["fwd"] == "results/align/visual_agreement/multi30k.en-de/model.fwd"
     assert job.inputs["src"].endswith("test_2016_flickr.norm.tok.bpe.en") or job.inputs["src"].endswith(".en")
     assert job.out == "results/align/visual_agreement/multi30k.en-de/test_2016_flickr.align"
-    model = full.alignment_model_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de"))
+    model = full.alignment_jobs.model_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de"))
     assert set(model.settings) >= {"iterations", "favor_diagonal", "optimize_tension", "variational_bayes"}
 
 
 def test_significance_compares_every_run_of_the_table_with_its_baseline(full):
-    job = full.significance_job(W(paper="doubly_attentive", table="table1"))
+    job = full.significance_jobs.job(W(paper="doubly_attentive", table="table1"))
     runs = full.table_runs("doubly_attentive", "table1")
     assert len(job.translations) == len(runs) and sorted(job.translations.values()) == job.inputs["translations"]
     assert job.baseline and job.out == "results/significance/doubly_attentive/table1.json"
@@ -291,12 +291,12 @@ def test_an_overlay_config_plans_only_its_own_targets(name):
     overlay = load_yaml(REPO / "config" / name)
     assert overlay.get("targets"), f"config/{name} names no `targets`"
     plan = Plan(deep_update(load_yaml(REPO / "config" / "config.yaml"), overlay), REPO)
-    assert plan.default_targets() == overlay["targets"]
-    assert all(t.startswith("results/") for t in overlay["targets"]) and len(overlay["targets"]) <= 4
+    assert plan.targets.default_targets() == overlay["targets"]
+    assert all(t.startswith("results/") for t in overlay["targets"]) and len(overlay["targets"]) <= 8
 
 
 def test_the_full_config_builds_everything_by_default(full):
-    targets = full.default_targets()
+    targets = full.targets.default_targets()
     assert targets[:2] == ["results/tables/all.tsv", "results/data/stats.tsv"]
     assert "results/figures/emb_pred/figure1.rare_words.png" in targets
 
@@ -308,16 +308,16 @@ def test_the_vector_diagnostic_overlay_changes_only_the_vectors_epochs():
                        load_yaml(REPO / "config" / "paper_multi30k_fr_en.yaml"))
     paper_setting = Plan(base, REPO)
     diag = Plan(deep_update(base, load_yaml(REPO / "config" / "diag_emb_pred_vectors50.yaml")), REPO)
-    assert diag.default_targets() == ["results/tables/emb_pred/table3.tsv"]
+    assert diag.targets.default_targets() == ["results/tables/emb_pred/table3.tsv"]
     from mmt_repro.plan_tools.walk import training_runs
 
-    runs, _ = training_runs(diag, diag.default_targets())
+    runs, _ = training_runs(diag, diag.targets.default_targets())
     assert [(w.system, str(w.seed)) for w in runs] == [("ours_text", "1")]
     w = W(paper="emb_pred", dataset="multi30k", lang="en")
-    assert paper_setting.word_vector_training(w)["epoch"] == 5
-    assert diag.word_vector_training(w) == {**paper_setting.word_vector_training(w), "epoch": 50}
+    assert paper_setting.vectors.training(w)["epoch"] == 5
+    assert diag.vectors.training(w) == {**paper_setting.vectors.training(w), "epoch": 50}
     t = W(paper="emb_pred", system="ours_text", dataset="multi30k", pair="fr-en", seed="1")
-    assert diag.train_job(t).to_dict() == paper_setting.train_job(t).to_dict()
+    assert diag.train_jobs.job(t).to_dict() == paper_setting.train_jobs.job(t).to_dict()
 
 
 def test_the_vocabulary_report_serves_the_back_translated_pairs_whatever_the_table_order(smoke):
@@ -325,6 +325,6 @@ def test_the_vocabulary_report_serves_the_back_translated_pairs_whatever_the_tab
     smoke run; the one vocabulary of (grounded, en-de) still serves Table 1's synthetic pairs."""
     tables = [t for p, t, _ in smoke.enabled_tables() if p == "doubly_attentive"]
     assert tables.index("grounded") < tables.index("table1")
-    rows = {(r["corpus"], r["split"], r["lang"]) for r in smoke.vocab_report_rows(W(paper="doubly_attentive"))}
+    rows = {(r["corpus"], r["split"], r["lang"]) for r in smoke.text.vocab_report_rows(W(paper="doubly_attentive"))}
     assert {("backtranslated", "synthetic.src", "en"), ("backtranslated", "synthetic.tgt", "de"),
             ("backtranslated", "train_c1", "de"), ("train", "train", "en")} <= rows

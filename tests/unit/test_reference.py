@@ -142,7 +142,7 @@ def test_transcribed_score_files_carry_the_score_jobs_meta():
     data = json.loads(score.read_text(encoding="utf-8"))
     w = SimpleNamespace(paper="emb_pred", system="nmt_beam6", dataset="multi30k", split="test_2016_flickr",
                         pair="fr-en", seed="2", condition="congruent")
-    assert data["meta"] == plan.score_job(w).meta
+    assert data["meta"] == plan.score_jobs.job(w).meta
     assert data["meta"]["checkpoint"] == "results/models/emb_pred/nmt/multi30k.fr-en.seed2.best.pt"
     assert data["scores"]["bleu"]["value"] == 52.46
 

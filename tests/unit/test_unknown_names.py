@@ -45,15 +45,15 @@ def test_the_message_names_the_name_the_closest_and_every_valid_one():
 
 def test_unknown_table_names_the_paper_and_its_tables(full):
     with pytest.raises(UnknownNameError) as exc:
-        full.table_job(W(paper="doubly_attentive", table="table9"))
+        full.table_jobs.job(W(paper="doubly_attentive", table="table9"))
     text = one_paragraph(exc.value)
     assert text.startswith("unknown table 'table9' in paper doubly_attentive")
     assert "Did you mean 'table1'?" in text and text.endswith("Valid: figure2, grounded, table1.")
 
 
 def test_unknown_paper_names_the_configured_papers(full):
-    for ask in (lambda: full.table_job(W(paper="doubly_atentive", table="table1")),
-                lambda: full.train_job(W(paper="doubly_atentive", system="nmt", **RUN)),
+    for ask in (lambda: full.table_jobs.job(W(paper="doubly_atentive", table="table1")),
+                lambda: full.train_jobs.job(W(paper="doubly_atentive", system="nmt", **RUN)),
                 lambda: full.recipe("doubly_atentive")):
         with pytest.raises(UnknownNameError) as exc:
             ask()
@@ -64,7 +64,7 @@ def test_unknown_paper_names_the_configured_papers(full):
 
 def test_unknown_system_names_the_papers_systems(full):
     with pytest.raises(UnknownNameError) as exc:
-        full.train_job(W(paper="doubly_attentive", system="nmt_srcimg", **RUN))
+        full.train_jobs.job(W(paper="doubly_attentive", system="nmt_srcimg", **RUN))
     text = one_paragraph(exc.value)
     assert text.startswith("unknown system 'nmt_srcimg' in paper doubly_attentive (systems in ")
     assert "Did you mean 'nmt_src_img'" in text and "Valid: bt_reverse, nmt, nmt_bt," in text
@@ -108,18 +108,18 @@ def test_a_mistyped_table_system_or_dataset_stops_planning(base, key, value, sta
 ])
 def test_a_requested_target_with_an_unknown_name_is_refused(full, target, start):
     with pytest.raises(UnknownNameError) as exc:
-        full.check_targets(["results/tables/all.tsv", target])
+        full.targets.check_targets(["results/tables/all.tsv", target])
     assert one_paragraph(exc.value).startswith(start)
 
 
 def test_every_target_the_workflow_builds_passes(full, base):
     smoke = Plan(deep_update(base, load_yaml(REPO / "config" / "smoke.yaml")), REPO)
     for plan in (full, smoke):
-        plan.check_targets(plan.default_targets())
-        plan.check_targets(plan.all_tables())
-    job = full.train_job(W(paper="doubly_attentive", system="nmt_src_img", **RUN))
-    full.check_targets([*job.files().values(), job.best, job.record])
-    full.check_targets([
+        plan.targets.check_targets(plan.targets.default_targets())
+        plan.targets.check_targets(plan.targets.all_tables())
+    job = full.train_jobs.job(W(paper="doubly_attentive", system="nmt_src_img", **RUN))
+    full.targets.check_targets([*job.files().values(), job.best, job.record])
+    full.targets.check_targets([
         "all", "results/tables/all.tsv", "results/data/stats.tsv", "./results/tables/doubly_attentive/table1.tsv",
         "results/figures/doubly_attentive/figure2.attention.png",
         "results/features/multi30k/resnet50-res4f/train.index.parquet",

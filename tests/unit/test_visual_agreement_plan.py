@@ -26,41 +26,41 @@ def full():
 @pytest.mark.parametrize("table,pair", [("table1_en_de", "en-de"), ("table1_de_en", "de-en"),
                                         ("table1_en_fr", "en-fr"), ("table1_fr_en", "fr-en")])
 def test_table1_runs_damt_and_imagination_in_this_papers_recipe(full, table, pair):
-    job = full.table_job(W(paper=PAPER, table=table))
+    job = full.table_jobs.job(W(paper=PAPER, table=table))
     assert not set(BASELINES) & set(job.unavailable)  # our rows now, not published-only ones
     scores = job.files()["scores"]
     for system, model in BASELINES.items():
         run = W(paper=PAPER, system=system, dataset="multi30k", split="test_2017_flickr", pair=pair, seed="1",
                 condition="congruent")
-        score = full.score_job(run)
+        score = full.score_jobs.job(run)
         assert score.out in scores
         assert score.scoring["metrics"] == ["bleu", "bleu_lc", "meteor"]  # Yang's scoring, + lowercased BLEU
         assert score.scoring["bleu_compat"] == "multi-bleu"
-        train = full.train_job(W(paper=PAPER, system=system, dataset="multi30k", pair=pair, seed="1"))
+        train = full.train_jobs.job(W(paper=PAPER, system=system, dataset="multi30k", pair=pair, seed="1"))
         assert train.model == model and train.model_config["img_dim"] == 2048
         files = train.files()
         src, tgt = pair.split("-")
         assert files["train_src"] == f"results/text/multi30k/train.norm.tok.{src}"  # Yang's norm.tok words
         assert files["src_vocab"] == f"results/vocab/{PAPER}/multi30k.{pair}.{src}.json"
         assert files["train_npy"] == "results/features/multi30k/butd-obj36/train.npy"  # Yang's 36 regions
-        assert full.translate_job(run).files()["checkpoint"] == train.best
+        assert full.translate_jobs.job(run).files()["checkpoint"] == train.best
 
 
 def test_table2_keeps_the_transformer_baselines_published_only(full):
-    job = full.table_job(W(paper=PAPER, table="table2_en_de"))
+    job = full.table_jobs.job(W(paper=PAPER, table="table2_en_de"))
     assert set(BASELINES) <= set(job.unavailable)
     assert not set(BASELINES) & set(full.table(PAPER, "table2_en_de")["systems"])
 
 
 def test_table5_gets_no_delta_while_the_word_list_is_ours(full):
     for table in ("table5_en_de", "table5_en_fr"):
-        job = full.table_job(W(paper=PAPER, table=table))
+        job = full.table_jobs.job(W(paper=PAPER, table=table))
         assert set(job.not_comparable) == {"mhca", "soft"}
         assert "word list" in job.note
 
 
 def _backward(plan, system, dataset, pair="en-de"):
-    return plan.train_job(W(paper=PAPER, system=system, dataset=dataset, pair=pair, seed="1")).model_config["backward"]
+    return plan.train_jobs.job(W(paper=PAPER, system=system, dataset=dataset, pair=pair, seed="1")).model_config["backward"]
 
 
 def test_the_backward_model_trains_only_where_a_job_reads_it(full):

@@ -6,7 +6,7 @@
 
 rule learn_alignment:
     input:
-        unpack(PLAN.alignment_model_inputs),
+        unpack(PLAN.alignment_jobs.model_inputs),
     output:
         fwd=f"{PATHS['align_model']}.fwd",
         bwd=f"{PATHS['align_model']}.bwd",
@@ -19,7 +19,7 @@ rule learn_alignment:
     container:
         CONTAINER
     params:
-        job=PLAN.alignment_model_params,
+        job=PLAN.alignment_jobs.model_params,
         code=code("alignment"),
     script:
         "../scripts/run_job.py"
@@ -27,7 +27,7 @@ rule learn_alignment:
 
 rule align:
     input:
-        unpack(PLAN.align_inputs),
+        unpack(PLAN.alignment_jobs.inputs),
     output:
         PATHS["align"],
     log:
@@ -39,7 +39,7 @@ rule align:
     container:
         CONTAINER
     params:
-        job=PLAN.align_params,
+        job=PLAN.alignment_jobs.params,
         code=code("alignment"),
     script:
         "../scripts/run_job.py"
@@ -50,7 +50,7 @@ rule align:
 # read the choice as their resource `alignment_layer`.
 rule select_alignment_layer:
     input:
-        unpack(PLAN.layer_selection_inputs),
+        unpack(PLAN.alignment_jobs.layer_selection_inputs),
     output:
         "results/align/{paper}/{dataset}.{pair}/layer.{system}.seed{seed}.json",
     log:

@@ -4,7 +4,7 @@
 
 rule assemble_backtranslation:
     input:
-        unpack(PLAN.backtranslation_inputs),
+        unpack(PLAN.backtranslation_jobs.inputs),
     output:
         src=f"{PATHS['backtranslation']}/synthetic.src",
         tgt=f"{PATHS['backtranslation']}/synthetic.tgt",
@@ -18,7 +18,7 @@ rule assemble_backtranslation:
     container:
         CONTAINER
     params:
-        job=PLAN.backtranslation_params,
+        job=PLAN.backtranslation_jobs.params,
         code=code("backtranslation"),
     script:
         "../scripts/run_job.py"

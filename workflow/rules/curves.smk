@@ -4,7 +4,7 @@
 
 rule make_curves:
     input:
-        unpack(PLAN.curves_inputs),
+        unpack(PLAN.curves_jobs.inputs),
     output:
         table=PATHS["table"],
         png=report(
@@ -24,14 +24,14 @@ rule make_curves:
     benchmark:
         "results/benchmarks/make_curves/{paper}/{table}.tsv"
     wildcard_constraints:
-        table=PLAN.tables_of_kind("curves"),
+        table=PLAN.targets.tables_of_kind("curves"),
     localrule: True
     conda:
         ENV
     container:
         CONTAINER
     params:
-        job=PLAN.curves_params,
+        job=PLAN.curves_jobs.params,
         code=code("curves"),
     script:
         "../scripts/run_job.py"

@@ -5,7 +5,7 @@
 
 # One rule per layout (splits = keys of `sizes`, languages = `langs`) of the grounded datasets,
 # since a rule's outputs cannot depend on its wildcards; the first is `generate_grounded`.
-GROUNDED_LAYOUTS = PLAN.grounded_layouts("grounded")
+GROUNDED_LAYOUTS = PLAN.data.grounded_layouts("grounded")
 
 for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
 
@@ -20,7 +20,7 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
             gold_align=[
                 f"results/data/{{dataset}}/align/{_split}.{_a}-{_b}.gold"
                 for _split in _splits
-                for _a, _b in PLAN.grounded_gold_pairs(_langs)
+                for _a, _b in PLAN.data.grounded_gold_pairs(_langs)
             ],
             images=directory(PATHS["images"]),
         log:
@@ -50,12 +50,12 @@ rule generate_comparable:
     output:
         text=expand(
             path("corpus", dataset="{{dataset}}", split="train_c{k}", lang="{lang}"),
-            k=range(1, PLAN.comparable_per_image + 1),
+            k=range(1, PLAN.data.comparable_per_image + 1),
             lang=["en", "de"],
         ),
         image_lists=expand(
             path("image_list", dataset="{{dataset}}", split="train_c{k}"),
-            k=range(1, PLAN.comparable_per_image + 1),
+            k=range(1, PLAN.data.comparable_per_image + 1),
         ),
     log:
         "results/logs/generate_comparable/{dataset}.log",
@@ -68,7 +68,7 @@ rule generate_comparable:
     container:
         CONTAINER
     params:
-        per_image=PLAN.comparable_per_image,
+        per_image=PLAN.data.comparable_per_image,
         seed=PLAN.dataset_value("generator_seed"),
         code=code("grounded"),
     script:
@@ -83,7 +83,7 @@ rule fetch_input:
     benchmark:
         "results/benchmarks/fetch_input/{input}/{file}.tsv"
     wildcard_constraints:
-        input=PLAN.manifest_inputs,
+        input=PLAN.data.manifest_inputs,
         file=".+",
     localrule: True
     conda:
@@ -92,7 +92,7 @@ rule fetch_input:
         CONTAINER
     params:
         mirror=PLAN.config_path("inputs", "mirror"),
-        local=PLAN.local_input_dir,
+        local=PLAN.data.local_input_dir,
         code=code("fetch"),
     script:
         "../scripts/fetch_input.py"
@@ -107,7 +107,7 @@ MULTI30K_SPLIT = r"(?!train_c[0-9]+\.)[a-z0-9_]+"
 
 rule prepare_multi30k:
     input:
-        PLAN.multi30k_file("text"),
+        PLAN.data.multi30k_file("text"),
     output:
         PATHS["corpus"],
     log:
@@ -129,7 +129,7 @@ rule prepare_multi30k:
 
 rule prepare_multi30k_image_list:
     input:
-        PLAN.multi30k_file("image_list"),
+        PLAN.data.multi30k_file("image_list"),
     output:
         PATHS["image_list"],
     log:
@@ -194,7 +194,7 @@ rule prepare_multi30k_comparable_image_list:
 
 rule prepare_wmt15:
     input:
-        expand("resources/wmt15_en_de/{archive}", archive=PLAN.wmt15_archives),
+        expand("resources/wmt15_en_de/{archive}", archive=PLAN.data.wmt15_archives),
     output:
         en=path("corpus", dataset="wmt15", split="train", lang="en"),
         de=path("corpus", dataset="wmt15", split="train", lang="de"),
@@ -215,17 +215,17 @@ rule prepare_wmt15:
 # One rule per corpus prepared by mmt_repro.corpora.prepare (IWSLT'14, news test sets, VATEX,
 # COCO captions, TasvirEt): its inputs and outputs come from corpus_plan, the same plan the
 # package follows, so the two cannot drift apart.
-for _dataset in PLAN.prepared_corpora:
+for _dataset in PLAN.data.prepared_corpora:
 
     rule:
         name:
             f"prepare_{_dataset}"
         input:
-            list(PLAN.corpus_plan_of(_dataset)[0].values()),
+            list(PLAN.data.corpus_plan_of(_dataset)[0].values()),
         output:
             [
                 f"{path('data_dir', dataset=_dataset)}/{out}"
-                for out in PLAN.corpus_plan_of(_dataset)[1]
+                for out in PLAN.data.corpus_plan_of(_dataset)[1]
             ],
         log:
             f"results/logs/prepare_corpus/{_dataset}.log",
@@ -245,7 +245,7 @@ for _dataset in PLAN.prepared_corpora:
 
 rule corpus_stats:
     input:
-        PLAN.stats_inputs,
+        PLAN.data.stats_inputs,
     output:
         PATHS["corpus_stats"],
     log:
@@ -257,9 +257,9 @@ rule corpus_stats:
     container:
         CONTAINER
     params:
-        files=PLAN.stats_files,
-        image_lists=PLAN.stats_image_lists,
-        train_split=PLAN.stats_train_split,
+        files=PLAN.data.stats_files,
+        image_lists=PLAN.data.stats_image_lists,
+        train_split=PLAN.data.stats_train_split,
         code=code("corpora"),
     script:
         "../scripts/corpus_stats.py"

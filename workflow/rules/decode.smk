@@ -5,7 +5,7 @@
 
 rule translate:
     input:
-        unpack(PLAN.translate_inputs),
+        unpack(PLAN.translate_jobs.inputs),
     output:
         translation=PATHS["translation"],
         stats=PATHS["decode_stats"],
@@ -24,7 +24,7 @@ rule translate:
         runtime=240,
         gpu=PLAN.gpu_count,
     params:
-        job=PLAN.translate_params,
+        job=PLAN.translate_jobs.params,
         code=code("translate"),
     script:
         "../scripts/run_job.py"

@@ -5,7 +5,7 @@
 
 rule train_word_vectors:
     input:
-        text=PLAN.word_vector_text,
+        text=PLAN.vectors.training_text,
     output:
         PATHS["word_vectors"],
     log:
@@ -22,7 +22,7 @@ rule train_word_vectors:
         mem_mb=8000,
         runtime=120,
     params:
-        settings=PLAN.word_vector_training,
+        settings=PLAN.vectors.training,
         code=code("embeddings"),
     script:
         "../scripts/train_word_vectors.py"
@@ -30,8 +30,8 @@ rule train_word_vectors:
 
 rule build_embedding_table:
     input:
-        vocab=PLAN.embedding_vocab,
-        vectors=PLAN.word_vector_file,
+        vocab=PLAN.vectors.table_vocab,
+        vectors=PLAN.vectors.vectors_file,
     output:
         npy=f"{PATHS['embedding_table']}.npy",
         report=f"{PATHS['embedding_table']}.json",
@@ -47,7 +47,7 @@ rule build_embedding_table:
         mem_mb=8000,
         runtime=60,
     params:
-        settings=PLAN.embedding_table_settings,
+        settings=PLAN.vectors.table_settings,
         code=code("embeddings"),
     script:
         "../scripts/build_embedding_table.py"

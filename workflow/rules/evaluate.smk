@@ -4,7 +4,7 @@
 
 rule score:
     input:
-        unpack(PLAN.score_inputs),
+        unpack(PLAN.score_jobs.inputs),
     output:
         PATHS["score"],
     log:
@@ -16,7 +16,7 @@ rule score:
     container:
         CONTAINER
     params:
-        job=PLAN.score_params,
+        job=PLAN.score_jobs.params,
         code=code("score"),
     script:
         "../scripts/run_job.py"
@@ -24,7 +24,7 @@ rule score:
 
 rule dump_attention:
     input:
-        unpack(PLAN.attention_inputs),
+        unpack(PLAN.attention_jobs.inputs),
     output:
         PATHS["attention"],
     log:
@@ -42,7 +42,7 @@ rule dump_attention:
         runtime=120,
         gpu=PLAN.gpu_count,
     params:
-        job=PLAN.attention_params,
+        job=PLAN.attention_jobs.params,
         code=code("translate"),
     script:
         "../scripts/run_job.py"
@@ -50,7 +50,7 @@ rule dump_attention:
 
 rule analyse:
     input:
-        unpack(PLAN.analyse_inputs),
+        unpack(PLAN.analyse_jobs.inputs),
     output:
         PATHS["analysis"],
     log:
@@ -62,7 +62,7 @@ rule analyse:
     container:
         CONTAINER
     params:
-        job=PLAN.analyse_params,
+        job=PLAN.analyse_jobs.params,
         code=code("analyse"),
     script:
         "../scripts/run_job.py"

@@ -19,7 +19,7 @@ rule list_media:
     container:
         CONTAINER
     params:
-        folder=PLAN.media_folder,
+        folder=PLAN.features.media_folder,
         code=code("corpora"),
     script:
         "../scripts/list_media.py"
@@ -27,7 +27,7 @@ rule list_media:
 
 rule extract_features:
     input:
-        unpack(PLAN.image_inputs),
+        unpack(PLAN.features.image_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
@@ -36,7 +36,7 @@ rule extract_features:
     benchmark:
         "results/benchmarks/extract_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.feature_sets_of("grid"),
+        feature_set=PLAN.features.feature_sets_of("grid"),
     conda:
         ENV
     container:
@@ -48,12 +48,12 @@ rule extract_features:
         runtime=600,
         gpu=PLAN.gpu_count,
     params:
-        image_dir=PLAN.image_dir,
-        missing_dir_fix=PLAN.missing_images_fix,
-        extractor=PLAN.feature_param("extractor"),
-        layer=PLAN.feature_param("layer"),
-        weights=PLAN.feature_param("weights"),
-        image_size=PLAN.feature_param("image_size"),
+        image_dir=PLAN.features.image_dir,
+        missing_dir_fix=PLAN.features.missing_images_fix,
+        extractor=PLAN.features.feature_param("extractor"),
+        layer=PLAN.features.feature_param("layer"),
+        weights=PLAN.features.feature_param("weights"),
+        image_size=PLAN.features.feature_param("image_size"),
         batch_size=32,
         device=config["device"],
         code=code("features"),
@@ -63,7 +63,7 @@ rule extract_features:
 
 rule extract_regions:
     input:
-        unpack(PLAN.region_inputs),
+        unpack(PLAN.features.region_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         boxes=f"{PATHS['features']}.boxes.npy",
@@ -73,7 +73,7 @@ rule extract_regions:
     benchmark:
         "results/benchmarks/extract_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.feature_sets_of("regions"),
+        feature_set=PLAN.features.feature_sets_of("regions"),
     conda:
         ENV
     container:
@@ -85,17 +85,17 @@ rule extract_regions:
         runtime=1440,
         gpu=PLAN.gpu_count,
     params:
-        image_dir=PLAN.image_dir,
-        missing_dir_fix=PLAN.missing_images_fix,
-        backend=PLAN.feature_param("backend"),
-        weights=PLAN.feature_param("weights"),
-        max_boxes=PLAN.feature_param("max_boxes"),
-        min_boxes=PLAN.feature_param("min_boxes", None),
-        conf_thresh=PLAN.feature_param("conf_thresh", 0.2),
-        full_image=PLAN.feature_param("full_image", False),
-        min_size=PLAN.feature_param("min_size", None),
-        max_size=PLAN.feature_param("max_size", None),
-        given_boxes=PLAN.given_boxes_file,
+        image_dir=PLAN.features.image_dir,
+        missing_dir_fix=PLAN.features.missing_images_fix,
+        backend=PLAN.features.feature_param("backend"),
+        weights=PLAN.features.feature_param("weights"),
+        max_boxes=PLAN.features.feature_param("max_boxes"),
+        min_boxes=PLAN.features.feature_param("min_boxes", None),
+        conf_thresh=PLAN.features.feature_param("conf_thresh", 0.2),
+        full_image=PLAN.features.feature_param("full_image", False),
+        min_size=PLAN.features.feature_param("min_size", None),
+        max_size=PLAN.features.feature_param("max_size", None),
+        given_boxes=PLAN.features.given_boxes_file,
         device=config["device"],
         code=code("features"),
     script:
@@ -104,7 +104,7 @@ rule extract_regions:
 
 rule extract_video:
     input:
-        unpack(PLAN.video_inputs),
+        unpack(PLAN.features.video_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
@@ -113,7 +113,7 @@ rule extract_video:
     benchmark:
         "results/benchmarks/extract_video/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.feature_sets_of("video"),
+        feature_set=PLAN.features.feature_sets_of("video"),
     conda:
         ENV
     container:
@@ -125,12 +125,12 @@ rule extract_video:
         runtime=1440,
         gpu=PLAN.gpu_count,
     params:
-        video_dir=PLAN.video_dir,
-        weights=PLAN.feature_param("weights"),
-        n_segments=PLAN.feature_param("n_segments"),
-        frames_per_segment=PLAN.feature_param("frames_per_segment", 8),
-        crop_size=PLAN.feature_param("crop_size", 224),
-        batch_size=PLAN.feature_param("batch_size", 8),
+        video_dir=PLAN.features.video_dir,
+        weights=PLAN.features.feature_param("weights"),
+        n_segments=PLAN.features.feature_param("n_segments"),
+        frames_per_segment=PLAN.features.feature_param("frames_per_segment", 8),
+        crop_size=PLAN.features.feature_param("crop_size", 224),
+        batch_size=PLAN.features.feature_param("batch_size", 8),
         device=config["device"],
         code=code("features"),
     script:
@@ -148,17 +148,17 @@ rule import_features:
     benchmark:
         "results/benchmarks/import_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.pretrained_sets(regions=False),
+        feature_set=PLAN.features.pretrained_sets(regions=False),
     conda:
         ENV
     container:
         CONTAINER
     params:
-        kind=PLAN.feature_param("import"),
-        src=PLAN.pretrained_source,
-        layer=PLAN.feature_param("layer", None),
-        max_boxes=PLAN.feature_param("max_boxes", 36),
-        n_segments=PLAN.feature_param("n_segments", None),
+        kind=PLAN.features.feature_param("import"),
+        src=PLAN.features.pretrained_source,
+        layer=PLAN.features.feature_param("layer", None),
+        max_boxes=PLAN.features.feature_param("max_boxes", 36),
+        n_segments=PLAN.features.feature_param("n_segments", None),
         code=code("features"),
     script:
         "../scripts/import_features.py"
@@ -177,15 +177,15 @@ rule import_regions:
     benchmark:
         "results/benchmarks/import_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.pretrained_sets(regions=True),
+        feature_set=PLAN.features.pretrained_sets(regions=True),
     conda:
         ENV
     container:
         CONTAINER
     params:
-        kind=PLAN.feature_param("import"),
-        src=PLAN.pretrained_source,
-        max_boxes=PLAN.feature_param("max_boxes", 36),
+        kind=PLAN.features.feature_param("import"),
+        src=PLAN.features.pretrained_source,
+        max_boxes=PLAN.features.feature_param("max_boxes", 36),
         code=code("features"),
     script:
         "../scripts/import_regions.py"
@@ -204,15 +204,15 @@ rule constant_features:
     benchmark:
         "results/benchmarks/constant_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.feature_sets_of("constant"),
+        feature_set=PLAN.features.feature_sets_of("constant"),
     conda:
         ENV
     container:
         CONTAINER
     params:
-        n_regions=PLAN.feature_param("max_boxes", 36),
-        dim=PLAN.feature_param("dim", 2048),
-        value=PLAN.feature_param("value", 0.0),
+        n_regions=PLAN.features.feature_param("max_boxes", 36),
+        dim=PLAN.features.feature_param("dim", 2048),
+        value=PLAN.features.feature_param("value", 0.0),
         code=code("features"),
     script:
         "../scripts/constant_features.py"
@@ -222,8 +222,8 @@ rule standardize_features:
     input:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
-        train_npy=PLAN.train_feature_store("npy"),
-        train_index=PLAN.train_feature_store("index"),
+        train_npy=PLAN.features.train_feature_store("npy"),
+        train_index=PLAN.features.train_feature_store("index"),
     output:
         npy="results/features/{dataset}/{feature_set}.std/{split}.npy",
         index="results/features/{dataset}/{feature_set}.std/{split}.index.parquet",
@@ -232,7 +232,7 @@ rule standardize_features:
     benchmark:
         "results/benchmarks/standardize_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.feature_sets_of("grid|video"),
+        feature_set=PLAN.features.feature_sets_of("grid|video"),
     conda:
         ENV
     container:
@@ -248,8 +248,8 @@ rule standardize_regions:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
         boxes=f"{PATHS['features']}.boxes.npy",
-        train_npy=PLAN.train_feature_store("npy"),
-        train_index=PLAN.train_feature_store("index"),
+        train_npy=PLAN.features.train_feature_store("npy"),
+        train_index=PLAN.features.train_feature_store("index"),
     output:
         npy="results/features/{dataset}/{feature_set}.std/{split}.npy",
         index="results/features/{dataset}/{feature_set}.std/{split}.index.parquet",
@@ -259,7 +259,7 @@ rule standardize_regions:
     benchmark:
         "results/benchmarks/standardize_regions/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.feature_sets_of("regions"),
+        feature_set=PLAN.features.feature_sets_of("regions"),
     conda:
         ENV
     container:
@@ -274,8 +274,8 @@ rule center_features:
     input:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
-        train_npy=PLAN.train_feature_store("npy"),
-        train_index=PLAN.train_feature_store("index"),
+        train_npy=PLAN.features.train_feature_store("npy"),
+        train_index=PLAN.features.train_feature_store("index"),
     output:
         npy="results/features/{dataset}/{feature_set}.ctr/{split}.npy",
         index="results/features/{dataset}/{feature_set}.ctr/{split}.index.parquet",
@@ -284,7 +284,7 @@ rule center_features:
     benchmark:
         "results/benchmarks/center_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.feature_sets_of("grid"),
+        feature_set=PLAN.features.feature_sets_of("grid"),
     conda:
         ENV
     container:

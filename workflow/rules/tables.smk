@@ -3,7 +3,7 @@
 
 rule test_significance:
     input:
-        unpack(PLAN.significance_inputs),
+        unpack(PLAN.significance_jobs.inputs),
     output:
         PATHS["significance"],
     log:
@@ -15,7 +15,7 @@ rule test_significance:
     container:
         CONTAINER
     params:
-        job=PLAN.significance_params,
+        job=PLAN.significance_jobs.params,
         code=code("significance"),
     script:
         "../scripts/run_job.py"
@@ -23,7 +23,7 @@ rule test_significance:
 
 rule make_table:
     input:
-        unpack(PLAN.table_inputs),
+        unpack(PLAN.table_jobs.inputs),
     output:
         PATHS["table"],  # in the report as HTML (rule table_html)
     log:
@@ -36,7 +36,7 @@ rule make_table:
     container:
         CONTAINER
     params:
-        job=PLAN.table_params,
+        job=PLAN.table_jobs.params,
         code=code("tables"),
     script:
         "../scripts/run_job.py"
@@ -44,7 +44,7 @@ rule make_table:
 
 rule gather_tables:
     input:
-        PLAN.all_tables(),
+        PLAN.targets.all_tables(),
     output:
         tsv="results/tables/all.tsv",
         parquet="results/tables/all.parquet",
@@ -92,7 +92,7 @@ rule plot_scores:
 
 rule plot_attention:
     input:
-        PLAN.attention_dump_for_figure,
+        PLAN.figures.attention_dump,
     output:
         png=report(
             "results/figures/{paper}/{table}.attention.png",
@@ -112,8 +112,8 @@ rule plot_attention:
     container:
         CONTAINER
     params:
-        index=PLAN.figure_sentence,
-        plot=PLAN.figure_plot,
+        index=PLAN.figures.sentence,
+        plot=PLAN.figures.plot,
         code=code("report"),
     script:
         "../scripts/plot_attention.py"

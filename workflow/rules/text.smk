@@ -6,7 +6,7 @@
 
 rule tokenize:
     input:
-        unpack(PLAN.tokenize_inputs),
+        unpack(PLAN.text.tokenize_inputs),
     output:
         PATHS["text"],
     log:
@@ -25,7 +25,7 @@ rule tokenize:
 
 rule tokenize_captions:
     input:
-        unpack(PLAN.tokenize_inputs),
+        unpack(PLAN.text.tokenize_inputs),
     output:
         PATHS["caption_text"],
     log:
@@ -44,7 +44,7 @@ rule tokenize_captions:
 
 rule learn_wordpiece:
     input:
-        PLAN.wordpiece_training_text,
+        PLAN.text.wordpiece_training_text,
     output:
         PATHS["wordpiece"],
     log:
@@ -65,7 +65,7 @@ rule learn_wordpiece:
 
 rule learn_bpe:
     input:
-        PLAN.bpe_training_text,
+        PLAN.text.bpe_training_text,
     output:
         PATHS["bpe_codes"],
     log:
@@ -77,7 +77,7 @@ rule learn_bpe:
     container:
         CONTAINER
     params:
-        symbols=PLAN.bpe_symbols,
+        symbols=PLAN.text.bpe_symbols,
         code=code("text"),
     script:
         "../scripts/learn_bpe.py"
@@ -85,7 +85,7 @@ rule learn_bpe:
 
 rule apply_bpe:
     input:
-        codes=PLAN.bpe_codes,
+        codes=PLAN.text.bpe_codes,
         text=PATHS["text"],
     output:
         PATHS["bpe_text"],
@@ -105,7 +105,7 @@ rule apply_bpe:
 
 rule build_vocab:
     input:
-        PLAN.train_text,
+        PLAN.text.train_text,
     output:
         PATHS["vocab"],
     log:
@@ -117,9 +117,9 @@ rule build_vocab:
     container:
         CONTAINER
     params:
-        min_freq=PLAN.vocab_min_freq,
-        max_size=PLAN.vocab_max_size,
-        wordpiece=PLAN.vocab_is_wordpiece,
+        min_freq=PLAN.text.vocab_min_freq,
+        max_size=PLAN.text.vocab_max_size,
+        wordpiece=PLAN.text.vocab_is_wordpiece,
         code=code("text"),
     script:
         "../scripts/build_vocab.py"
@@ -127,7 +127,7 @@ rule build_vocab:
 
 rule apply_bpe_corpus:
     input:
-        codes=PLAN.bpe_codes,
+        codes=PLAN.text.bpe_codes,
         text="results/text/{corpus}/train.{chain}.{lang}",
     output:
         PATHS["bpe_corpus"],
@@ -151,7 +151,7 @@ ruleorder: apply_bpe_corpus > apply_bpe
 # Merges, vocabulary sizes beside the paper's, and <unk> rates on every corpus a vocabulary serves.
 rule vocab_report:
     input:
-        PLAN.vocab_report_inputs,
+        PLAN.text.vocab_report_inputs,
     output:
         PATHS["vocab_report"],
     log:
@@ -163,8 +163,8 @@ rule vocab_report:
     container:
         CONTAINER
     params:
-        rows=PLAN.vocab_report_rows,
-        max_len=PLAN.recipe_max_len,
+        rows=PLAN.text.vocab_report_rows,
+        max_len=PLAN.text.recipe_max_len,
         code=code("text"),
     script:
         "../scripts/vocab_report.py"

@@ -6,7 +6,7 @@
 
 rule train_model:
     input:
-        unpack(PLAN.train_inputs),
+        unpack(PLAN.train_jobs.inputs),
     output:
         best=f"{PATHS['model']}.best.pt",
         curve=f"{PATHS['model']}.curve.tsv",
@@ -18,8 +18,8 @@ rule train_model:
     # Trainings go after every other ready job (priority -1 if begun, -2 if new; the rest 0), so
     # the short jobs (data, decoding, scoring, tables) are not held up behind hours of training,
     # and a re-run resumes what it had begun before it starts a new one
-    # (mmt_repro.plan.runs.train_priority).
-    priority: PLAN.train_priority
+    # (mmt_repro.plan.build.train: TrainJobs.priority).
+    priority: PLAN.train_jobs.priority
     # Under a time cap (max_runtime_min, set by the SLURM profile) a training killed at its limit
     # saves .last.pt and the retry continues from it: retries are attempts, not repeats. The full
     # run's longest job (BertGen's 13-task run, ~287 H100-hours) needs 8 attempts of 48 h
@@ -39,7 +39,7 @@ rule train_model:
         runtime=lambda wildcards: train_runtime(PLAN, wildcards),
         gpu=PLAN.gpu_count,
     params:
-        job=PLAN.train_params,
+        job=PLAN.train_jobs.params,
         code=code("train"),
     script:
         "../scripts/run_job.py"

@@ -92,7 +92,7 @@ class DirectionOptions:
     # true: the forward and the backward model (section 3's joint training); false: the forward
     # model alone, where nothing reads the backward one (a baseline trained for one direction,
     # as the paper's OnlyText / + MHCA rows are; half the training). "auto" (the settings' value):
-    # the plan decides per run (mmt_repro.plan.runs: backward_read); built outside the plan, both.
+    # the plan decides per run (mmt_repro.plan.build.train: TrainJobs.backward_read); built outside the plan, both.
     backward: bool | str = True
 
     def check_directions(self):

@@ -4,9 +4,15 @@ manifest. No torch and no Snakemake import: the rule files call one ``Plan`` obj
 tests call it directly (tests/unit/test_plan.py).
 
     plan = Plan(config, repo)                 # validates; ConfigError/DataError on bad input
-    job = plan.train_job(wildcards)           # a frozen job object (mmt_repro.plan.jobs)
+    job = plan.train_jobs.job(wildcards)      # a frozen job object (mmt_repro.plan.jobs)
     job.files(), job.to_dict()                # the rule's inputs and its one `job` param
-    plan.check_targets(targets)               # requested paths' names; UnknownNameError on a typo
+    plan.text.bpe_training_text(wildcards)    # a stage without a job object: its inputs
+    plan.targets.check_targets(targets)       # requested paths' names; UnknownNameError on a typo
+
+``Plan`` (plan/whole.py) is the look-ups over config, settings and manifest (plan/lookup.py)
+with one job builder per kind of job (plan/build/<kind>.py, one-to-one with
+mmt_repro/execute/<kind>.py) and the inputs of each stage without a job object (plan/data.py,
+features.py, text.py, vectors.py, figures.py, targets.py).
 
 The tools that read a plan without building its jobs (the cost plan, the preflight, code
 versions, a run folder's progress, job listings, the DAG walk, the settings' type checks) are
@@ -25,7 +31,7 @@ from importlib import import_module
 _EXPORTS = {
     "Plan": "whole", "load_plan": "whole",
     "PATHS": "paths", "WILDCARDS": "paths", "path": "paths", "reversed_pair": "paths",
-    "is_captioning": "base", "pattern": "base",
+    "Lookup": "lookup", "is_captioning": "lookup", "pattern": "lookup",
     **{name: "jobs" for name in ("Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob",
                                  "SignificanceJob", "CurvesJob", "AlignmentModelJob", "AlignJob",
                                  "BacktranslationJob", "job_from_dict")},

@@ -2,7 +2,7 @@
 
 A target such as ``results/tables/doubly_attentive/table9.tsv`` matches the output template of a
 rule, so Snakemake would call the rule's input function, which fails on the unknown table inside
-an ``InputFunctionException`` with a traceback. :meth:`TargetPlan.check_targets` reads the names
+an ``InputFunctionException`` with a traceback. :meth:`Targets.check_targets` reads the names
 (paper, table, system, dataset, feature set) out of every requested path that matches a template
 of :data:`~mmt_repro.plan.paths.PATHS` and raises :func:`mmt_repro.io.unknown_name`'s error for
 the first unknown one, which ``workflow/rules/common.smk`` prints without a traceback. A target
@@ -16,7 +16,9 @@ import re
 from functools import lru_cache
 
 from ..io import UnknownNameError
-from .paths import PATHS, WILDCARDS
+from .lookup import Lookup, pattern
+from .paths import PATHS, WILDCARDS, path
+from .text import TextInputs
 
 # Templates that name a stem: the rule's files add a suffix or a folder below it.
 _STEMS = {"data_dir", "features", "model", "embedding_table", "align_model", "backtranslation"}
@@ -54,23 +56,66 @@ def template_matches(target: str) -> list[tuple[str, dict]]:
     return found
 
 
-class TargetPlan:
-    """The requested targets' names, checked against the config and the papers' settings."""
+class Targets:
+    """What ``all`` builds, and the requested targets' names checked against the config and the
+    papers' settings."""
+
+    def __init__(self, look: Lookup, text: TextInputs):
+        self.look = look
+        self.text = text  # the text stage's own targets (recipe texts, vocabulary reports)
+
+    # ------------------------------------------------------------------ what `all` builds
+    def all_tables(self) -> list:
+        return [path("table", paper=p, table=t) for p, t, _ in self.look.enabled]
+
+    def default_targets(self) -> list:
+        """What ``rule all`` builds: the config's ``targets`` when it names some (an overlay config
+        such as config/cpu_multi30k.yaml plans only its own tables), else every table, figure,
+        statistic and report of the enabled tables."""
+        if self.look.config.get("targets"):
+            return list(self.look.config["targets"])
+        return ["results/tables/all.tsv", path("stats"), *self.text.vocab_report_targets(),
+                *self.text.recipe_targets(), *self.all_figures(), *self.report_pages()]
+
+    def report_pages(self) -> list:
+        """The HTML pages of the Snakemake report (workflow/rules/report.smk): every enabled
+        table, all.tsv, the data statistics and each paper's vocabulary report."""
+        enabled = self.look.enabled
+        pages = [path("table", paper=p, table=n).removesuffix(".tsv") + ".html" for p, n, _ in enabled]
+        pages += ["results/tables/all.html", path("stats").removesuffix(".tsv") + ".html"]
+        return pages + [t.removesuffix(".tsv") + ".html" for t in self.text.vocab_report_targets()]
+
+    def all_figures(self) -> list:
+        """A scores figure per table, the attention figure of tables with a `figure` block, the
+        table's own plot, and the learning curves of tables of kind curves."""
+        enabled = self.look.enabled
+        figs = [path("figure", paper=p, table=n, figure="scores.png") for p, n, _ in enabled]
+        figs += [path("figure", paper=p, table=n, figure="attention.png") for p, n, t in enabled if t.get("figure")]
+        figs += [path("figure", paper=p, table=n, figure=f"{t['plot']}.png") for p, n, t in enabled if t.get("plot")]
+        figs += [path("figure", paper=p, table=n, figure="curves.png") for p, n, t in enabled
+                 if t.get("kind") == "curves"]
+        return figs
+
+    def tables_of_kind(self, kind) -> str:
+        """A wildcard pattern matching the enabled tables of one kind (e.g. curves)."""
+        return pattern(table for _, table, t in self.look.enabled if t.get("kind") == kind)
+
+    # ------------------------------------------------------------------ requested targets' names
 
     def check_target_names(self, values: dict) -> None:
         """Raise the unknown-name error of the first unknown paper, table, system, dataset or
         feature set among one template match's wildcard ``values``."""
         if "paper" in values:
-            self.paper_config(values["paper"])
+            self.look.paper_config(values["paper"])
             if "table" in values:
-                self.table(values["paper"], values["table"])
+                self.look.table(values["paper"], values["table"])
             if "system" in values:
-                self.settings[values["paper"]].system(values["system"])
+                self.look.settings[values["paper"]].system(values["system"])
         if "dataset" in values:
-            self.dataset_config(values["dataset"])
+            self.look.dataset_config(values["dataset"])
         if "feature_set" in values and "dataset" in values:
             base = re.sub(r"\.(std|ctr)$", "", values["feature_set"])
-            self.feature_set_config(values["dataset"], base)
+            self.look.feature_set_config(values["dataset"], base)
 
     def target_problems(self, targets) -> list[UnknownNameError]:
         """The error of every requested target (paths relative to the working directory; rule

@@ -192,7 +192,7 @@ def training_size(plan, job) -> tuple[int | None, float | None, str]:
     if corpus == "train":
         return split_size(plan, job.dataset, plan.dataset_config(job.dataset)["train"], tgt)
     if corpus == "backtranslated":
-        bt = plan.backtranslation(job.paper)
+        bt = plan.backtranslation_jobs.settings(job.paper)
         n, tok, src = split_size(plan, job.dataset, plan.dataset_config(job.dataset)["train"], tgt)
         return (None if n is None else n * bt.descriptions), tok, f"{src} x{bt.descriptions}"
     return split_size(plan, corpus, plan.dataset_config(corpus).get("train", "train"), tgt)
@@ -341,7 +341,7 @@ def cost_plan(plan, targets, gpu: str | None = None) -> dict:
     from .walk import training_runs
 
     runs, deps = training_runs(plan, targets)
-    rows = [train_cost(plan, plan.train_job(w), gpu) for w in runs]
+    rows = [train_cost(plan, plan.train_jobs.job(w), gpu) for w in runs]
     by_key = {(r["paper"], r["system"], r["dataset"], r["pair"], int(r["seed"])): r for r in rows}
     done: dict = {}
 
@@ -403,6 +403,6 @@ def _resources(plan, wildcards) -> dict:
     cache = plan.__dict__.setdefault("_cost_resources", {})
     key = tuple(str(getattr(wildcards, k)) for k in ("paper", "system", "dataset", "pair", "seed"))
     if key not in cache:
-        cache[key] = train_cost(plan, plan.train_job(wildcards))
+        cache[key] = train_cost(plan, plan.train_jobs.job(wildcards))
     return cache[key]
 

@@ -93,35 +93,35 @@ class NeedsWalk:
             if name == "stats":
                 return [path("corpus_stats", dataset=ds) for ds in p.config["data"]["corpora"]]
             if name == "corpus_stats":
-                return _flat(p.stats_inputs(w))
+                return _flat(p.data.stats_inputs(w))
             if name == "vocab_report":
-                return _flat(p.vocab_report_inputs(w))
+                return _flat(p.text.vocab_report_inputs(w))
             if name in ("text", "caption_text"):
-                return _flat(p.tokenize_inputs(w))
+                return _flat(p.text.tokenize_inputs(w))
             if name == "wordpiece":
-                return _flat(p.wordpiece_training_text(w))
+                return _flat(p.text.wordpiece_training_text(w))
             if name == "bpe_codes":
-                return _flat(p.bpe_training_text(w))
+                return _flat(p.text.bpe_training_text(w))
             if name == "bpe_text":
-                return [path("text", dataset=w.dataset, split=w.split, chain=w.chain, lang=w.lang), p.bpe_codes(w)]
+                return [path("text", dataset=w.dataset, split=w.split, chain=w.chain, lang=w.lang), p.text.bpe_codes(w)]
             if name == "bpe_corpus":
-                return [path("text", dataset=w.corpus, split="train", chain=w.chain, lang=w.lang), p.bpe_codes(w)]
+                return [path("text", dataset=w.corpus, split="train", chain=w.chain, lang=w.lang), p.text.bpe_codes(w)]
             if name == "vocab":
-                return _flat(p.train_text(w))
+                return _flat(p.text.train_text(w))
             if name in ("corpus", "image_list"):
                 return self._corpus(name, w)
             if name == "features":
                 return self._features(w)
             if name == "embedding_table":
-                return [p.embedding_vocab(w), p.word_vector_file(w)]
+                return [p.vectors.table_vocab(w), p.vectors.vectors_file(w)]
             if name == "word_vectors":
-                return [p.word_vector_text(w)]
+                return [p.vectors.training_text(w)]
             if name == "align":
-                return _flat(p.align_inputs(w))
+                return _flat(p.alignment_jobs.inputs(w))
             if name == "align_model":
-                return _flat(p.alignment_model_inputs(w))
-            if name == "data_dir" and w.dataset in p.prepared_corpora:
-                return list(p.corpus_plan_of(w.dataset)[0].values())
+                return _flat(p.alignment_jobs.model_inputs(w))
+            if name == "data_dir" and w.dataset in p.data.prepared_corpora:
+                return list(p.data.corpus_plan_of(w.dataset)[0].values())
             return []
         return []
 
@@ -129,16 +129,16 @@ class NeedsWalk:
         p = self.plan
         source = p.dataset_config(w.dataset)["source"]
         if source in CORPUS_SOURCES:
-            return list(p.corpus_plan_of(w.dataset)[0].values())
+            return list(p.data.corpus_plan_of(w.dataset)[0].values())
         if source == "wmt15":
-            return [f"resources/wmt15_en_de/{a}" for a in p.wmt15_archives]
+            return [f"resources/wmt15_en_de/{a}" for a in p.data.wmt15_archives]
         if source != "multi30k":
             return []  # generated (grounded) or made by a rule without external inputs
         m = re.fullmatch(r"train_c([0-9]+)", w.split)
         if m:
             return ["resources/multi30k_task2/image_splits/train_images.txt" if kind == "image_list"
                     else f"resources/multi30k_task2/raw/train.{m.group(1)}.{w.lang}.gz"]
-        return [p.multi30k_file("image_list" if kind == "image_list" else "text")(w)]
+        return [p.data.multi30k_file("image_list" if kind == "image_list" else "text")(w)]
 
     def _features(self, w) -> list:
         p = self.plan

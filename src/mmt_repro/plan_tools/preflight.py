@@ -201,10 +201,10 @@ def preflight(config: dict, repo: str | Path, targets=(), workdir: str | Path | 
             plan.config["papers"][paper]["tables"][table]["enabled"] = False
     plan.__dict__.pop("enabled", None)
     result.plan = plan
-    wanted = [t for t in targets if t != "all"] or (plan.default_targets() if not targets or "all" in targets else [])
+    wanted = [t for t in targets if t != "all"] or (plan.targets.default_targets() if not targets or "all" in targets else [])
     skip = [f"/{p}/" for p in broken] + [f"/{p}/{t}." for p, t in broken_tables]
     wanted = [t for t in wanted if not any(s in f"/{t}" for s in skip)]
-    named = {str(t): err for t in wanted for err in plan.target_problems([t])}
+    named = {str(t): err for t in wanted for err in plan.targets.target_problems([t])}
     for err in named.values():
         result.add(err)
     result.targets = [t for t in wanted if str(t) not in named]

@@ -25,7 +25,7 @@ def _curve(file: Path) -> list[dict]:
 def run_progress(plan, wildcards, folder: Path) -> dict:
     """One training's row (see the module docstring); paths are read under ``folder``, the run
     folder (Snakemake's working directory)."""
-    job = plan.train_job(wildcards)
+    job = plan.train_jobs.job(wildcards)
     cfg = make_train_config(dict(job.train_config))
     row = {"paper": job.paper, "system": job.system, "dataset": job.dataset, "pair": job.pair, "seed": job.seed,
            "state": "not started", "epochs": 0, "best": None, "best_epoch": None, "since_best": None,

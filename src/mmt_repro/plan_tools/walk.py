@@ -68,26 +68,26 @@ class TrainingWalk:
     def _inputs(self, kind, w, file) -> list:
         p = self.plan
         if kind == "score":
-            return _flat(p.score_inputs(w))
+            return _flat(p.score_jobs.inputs(w))
         if kind == "translation":
-            return _flat(p.translate_inputs(w))
+            return _flat(p.translate_jobs.inputs(w))
         if kind == "attention":
-            return _flat(p.attention_inputs(w))
+            return _flat(p.attention_jobs.inputs(w))
         if kind == "analysis":
-            return _flat(p.analyse_inputs(w))
+            return _flat(p.analyse_jobs.inputs(w))
         if kind == "backtranslation":
-            return _flat(p.backtranslation_inputs(w))
+            return _flat(p.backtranslation_jobs.inputs(w))
         if kind == "alignment_layer":
-            return _flat(p.layer_selection_inputs(w))
+            return _flat(p.alignment_jobs.layer_selection_inputs(w))
         if kind == "significance":
-            return _flat(p.significance_inputs(w))
+            return _flat(p.significance_jobs.inputs(w))
         if kind == "table":
             if (w.paper, w.table) not in {(a, b) for a, b, _ in p.enabled}:
                 return []
-            return _flat(p.curves_inputs(w) if p.table_kind(w.paper, w.table) == "curves" else p.table_inputs(w))
+            return _flat(p.curves_jobs.inputs(w) if p.table_kind(w.paper, w.table) == "curves" else p.table_jobs.inputs(w))
         if kind == "figure":
             if w.figure == "attention":
-                return [p.attention_dump_for_figure(w)]
+                return [p.figures.attention_dump(w)]
             return [PATHS["table"].format(paper=w.paper, table=w.table)]
         raise AssertionError(kind)
 
@@ -97,7 +97,7 @@ class TrainingWalk:
             return self._seen[file]
         self._seen[file] = frozenset()  # a cycle (none expected) ends here
         if file == ALL_TABLES:
-            found = frozenset().union(*[self._models(t) for t in self.plan.all_tables()])
+            found = frozenset().union(*[self._models(t) for t in self.plan.targets.all_tables()])
             self._seen[file] = found
             return found
         for kind, rx in _PATTERNS:
@@ -109,7 +109,7 @@ class TrainingWalk:
                 key = (w.paper, w.system, w.dataset, w.pair, int(w.seed))
                 if key not in self.jobs:
                     self.jobs[key] = w
-                    upstream = [self._models(f) for f in _flat(self.plan.train_inputs(w))]
+                    upstream = [self._models(f) for f in _flat(self.plan.train_jobs.inputs(w))]
                     self.deps[key] = set().union(*upstream) if upstream else set()
                 found = frozenset([key])
             else:

@@ -36,7 +36,7 @@ def interim_table(plan, paper: str, table: str, folder: Path) -> pd.DataFrame:
     """The table from the score files under ``folder`` (the run folder) that exist; see the module
     docstring. ``plan``: a :class:`mmt_repro.plan.Plan` (its ``table_job`` and ``table_runs``)."""
     folder = Path(folder)
-    job = plan.table_job(SimpleNamespace(paper=paper, table=table))
+    job = plan.table_jobs.job(SimpleNamespace(paper=paper, table=table))
     scored = [folder / f for f in job.inputs["scores"] if (folder / f).exists()]
     with tempfile.TemporaryDirectory() as tmp:
         df = make_table_from_files(

@@ -226,7 +226,7 @@ def _full_plan(repo: Path):
     from ..plan_tools.cost import cost_plan
 
     plan = load_plan(repo)
-    return plan, cost_plan(plan, plan.default_targets())
+    return plan, cost_plan(plan, plan.targets.default_targets())
 
 
 def _block_status(repo: Path, where: Path, _arg: str = "") -> list[str]:

@@ -67,7 +67,7 @@ def _run_files(runs: str) -> list[str]:
 
 
 def _table_jobs(plan, tables) -> list[dict]:
-    return [plan.table_job(SimpleNamespace(paper=p, table=t)).to_dict() for p, t in tables]
+    return [plan.table_jobs.job(SimpleNamespace(paper=p, table=t)).to_dict() for p, t in tables]
 
 
 def _curve_summary(file: Path) -> dict:
@@ -260,7 +260,7 @@ def scores_from_transcript(folder: Path, plan, jobs: list[dict]) -> list[str]:
             got = by_key.get((job["table"], w["system"], w["split"], int(w["seed"])))
             if not got:
                 continue
-            meta = dict(plan.score_job(SimpleNamespace(**w)).meta)  # what the score job would write
+            meta = dict(plan.score_jobs.job(SimpleNamespace(**w)).meta)  # what the score job would write
             data = {
                 "meta": meta,
                 "scores": {m: {"value": r["value"], "signature": TRANSCRIBED_SIGNATURE} for m, r in sorted(got.items())},

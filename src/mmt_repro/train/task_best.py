@@ -7,7 +7,7 @@ docs/bertgen.md, row 19). With ``best_per_task: true`` in a system's train confi
 keeps, beside the run's own best checkpoint, the weights of each extra task's best validation
 BLEU in a side folder of the training job, ``<model>.task_best/<task>.pt``. The rule
 ``task_checkpoint`` copies one of them to ``<model>.best.<task>.pt``, the file a table's
-translate jobs decode (:meth:`mmt_repro.plan.runs.RunPlan.checkpoint_of`), so Snakemake tracks
+translate jobs decode (:meth:`mmt_repro.plan.lookup.Lookup.checkpoint_of`), so Snakemake tracks
 it and redoes it when the training is redone.
 """
 

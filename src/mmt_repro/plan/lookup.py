@@ -1,6 +1,9 @@
-"""The plan's ground: the validated config, every paper's settings and the manifest, and the
-look-ups every other part of the plan uses (datasets, recipes, the text and feature files a
-paper's models read). Torch-free and Snakemake-free: wildcards are any object with attributes."""
+"""The plan's look-ups: the validated config, every paper's settings and the manifest, and every
+question more than one job builder asks of them (datasets, tables, recipes, the text, feature,
+vocabulary and checkpoint files of a paper's runs). The job builders (:mod:`mmt_repro.plan.build`)
+and the stage inputs (``data``, ``features``, ``text``, ``vectors``, ``targets``) each take a
+:class:`Lookup` and call nothing else of the plan, unless their constructor names it.
+Torch-free and Snakemake-free: wildcards are any object with attributes."""
 
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ from pathlib import Path
 from ..config import validate_config
 from ..corpora.layout import dataset_layout
 from ..corpora.manifest import load_manifest
+from ..corpora.prepare import SOURCES as CORPUS_SOURCES
+from ..corpora.prepare import text_outputs
 from ..io import unknown_name
 from ..settings import IMAGE_SOURCE, load_paper
-from .paths import path
+from .paths import path, reversed_pair
 
 
 def pattern(names) -> str:
@@ -35,8 +40,9 @@ class PaperSettingsByName(dict):
         raise unknown_name("paper", paper, self, "the config (papers)")
 
 
-class PlanBase:
-    """Config, settings and manifest, read and checked once (ConfigError/DataError otherwise)."""
+class Lookup:
+    """Config, settings and manifest, read and checked once (ConfigError/DataError otherwise),
+    and the look-ups over them."""
 
     def __init__(self, config: dict, repo: Path, check_names: bool = True):
         self.config = config
@@ -313,3 +319,153 @@ class PlanBase:
         if value.startswith(("results/", "resources/")):
             return value
         return str(self.repo_path(value))
+
+    # ------------------------------------------------------------------ a corpus's files
+    def corpus_text_files(self, ds: str) -> dict:
+        """"split|lang" -> text file of every split of a corpus."""
+        from ..corpora.prepare import corpus_plan
+
+        cfg = self.dataset_config(ds)
+        if cfg["source"] in CORPUS_SOURCES:
+            names = text_outputs(ds, cfg, self.manifest)
+        elif ds in self.layout:  # Multi30k and grounded: the configured splits x languages
+            names = [f"{s}.{lang}" for s in self.dataset_splits(ds) for lang in self.dataset_langs(ds)]
+        elif cfg["source"] == "wmt15":
+            names = ["train.en", "train.de"]
+        else:
+            names = [f"{s}.{lang}" for s in cfg.get("splits", []) for lang in cfg.get("langs", [])]
+        files = {}
+        for name in names:
+            split, lang = name.rsplit(".", 1)
+            files[f"{split}|{lang}"] = path("corpus", dataset=ds, split=split, lang=lang)
+        if not files and cfg["source"] in CORPUS_SOURCES:  # an image split without captions: count images
+            for out in corpus_plan(ds, cfg, self.manifest)[1]:
+                files[f"{Path(out).stem}|images"] = f"{path('data_dir', dataset=ds)}/{out}"
+        return files
+
+    def align_file(self, paper, dataset, pair, split) -> str:
+        """The symmetrised word alignment of one split (papers with an ``align`` block)."""
+        if self.settings[paper].align is None:
+            raise ValueError(f"{paper} has no `align` block in {self.settings[paper].path}: no alignment stage")
+        return path("align", paper=paper, dataset=dataset, pair=pair, split=split)
+
+    # ------------------------------------------------------------------ a table's runs
+    def table_kind(self, paper, table) -> str:
+        """translation (scores of translations), analysis (a registered analysis per run) or curves."""
+        return self.table(paper, table).get("kind", "translation")
+
+    def table_runs(self, paper, table) -> list:
+        """(system, test_set, seed, condition) of every run a table needs; the shuffled-image and
+        no-image conditions exist only for multimodal systems."""
+        t = self.table(paper, table)
+        runs = []
+        for system in t["systems"]:
+            conditions = ["congruent"]
+            if t.get("shuffled_images") and self.multimodal(paper, system):
+                conditions.append("shuffled")
+            if t.get("no_image") and self.multimodal(paper, system):
+                conditions.append("no_image")
+            for test_set in t["test_sets"]:
+                for seed in t["seeds"]:
+                    for condition in conditions:
+                        runs.append((system, test_set, seed, condition))
+        return runs
+
+    def run_file(self, kind, paper, table, system, test_set, seed, condition) -> str:
+        """The translation or score file of one run of a table."""
+        t = self.table(paper, table)
+        return path(kind, paper=paper, system=system, dataset=t["dataset"], split=test_set, pair=t["pair"],
+                    seed=seed, condition=condition)
+
+    def significance_metrics(self, paper) -> list:
+        """The metrics of the paper's scoring block that its tables test for significance."""
+        scoring = self.settings[paper].scoring
+        return [m for m in scoring.significance_metrics if m in scoring.metrics]
+
+    # ------------------------------------------------------------------ which checkpoint
+    def model_location(self, paper, system, dataset, pair):
+        """(dataset, pair) of the training run whose checkpoint decodes ``system`` on ``dataset``
+        and ``pair``: the system's ``train_on`` (one model for every table: multi-task and
+        zero-shot systems, which need a joint vocabulary), else the table's own."""
+        on = self.system_settings(paper, system).train_on
+        if not on:
+            return dataset, pair
+        if not self.recipe(paper).joint_vocab:
+            raise ValueError(
+                f"{paper}.{system} decodes every table with the model trained on {on}: its recipe needs "
+                "joint_vocab: true (one vocabulary for every language)"
+            )
+        return on["dataset"], on["pair"]
+
+    def decoded_model(self, wildcards):
+        """(system, pair, direction) of the checkpoint a run decodes: the system's own, or for a
+        `reverse_of` system its forward system's checkpoint of the reversed pair, backward."""
+        settings = self.system_settings(wildcards.paper, wildcards.system)
+        if settings.reverse_of:
+            return settings.reverse_of, reversed_pair(wildcards.pair), "backward"
+        if settings.decode_of:
+            return settings.decode_of, wildcards.pair, "forward"
+        return wildcards.system, wildcards.pair, "forward"
+
+    def model_of(self, paper: str, system: str) -> str:
+        """The registry key of the model that ``system``'s runs train or decode (a `reverse_of`
+        or `decode_of` system decodes another system's model)."""
+        settings = self.system_settings(paper, system)
+        own = settings.reverse_of or settings.decode_of
+        return self.system_settings(paper, own).model if own else settings.model
+
+    def checkpoint_of(self, paper, system, dataset, pair, seed) -> str:
+        """The best checkpoint that a run of ``system`` on (dataset, pair) decodes."""
+        settings = self.system_settings(paper, system)
+        if settings.reverse_of:
+            system, pair = settings.reverse_of, reversed_pair(pair)
+        elif settings.decode_of:
+            system = settings.decode_of
+        m_ds, m_pair = self.model_location(paper, system, dataset, pair)
+        model = path("model", paper=paper, system=system, dataset=m_ds, pair=m_pair, seed=seed)
+        task = self.best_task(paper, system, dataset, pair) if (m_ds, m_pair) != (dataset, pair) else None
+        return f"{model}.best.{task}.pt" if task else f"{model}.best.pt"
+
+    def best_task(self, paper, system, dataset, pair) -> str | None:
+        """The extra task on (dataset, pair) whose own best checkpoint decodes it: a system trained
+        elsewhere (train_on) with `best_per_task: true` and one task there with `val: true`
+        (BertGen's Table 5, mmt_repro.train.task_best); None: the run's best checkpoint."""
+        settings = self.system_settings(paper, system)
+        if not settings.train.get("best_per_task"):
+            return None
+        tasks = [name for name, task in settings.task_settings().items()
+                 if task.dataset == dataset and task.pair == pair and task.val]
+        if len(tasks) > 1:
+            raise ValueError(f"{paper}.{system}: tasks {tasks} all validate on {dataset} {pair}; best_per_task "
+                             "needs one task with `val: true` per dataset and pair")
+        return tasks[0] if tasks else None
+
+    def run_features(self, paper, system, dataset, split, condition="congruent") -> dict:
+        """Feature files (npy, index, boxes) a run gives the model: none for text-only systems
+        and the no-image condition; a system trained elsewhere (``train_on``) runs text-only on a
+        dataset where no table of the paper names features (e.g. BertGen on IWSLT)."""
+        if not self.multimodal(paper, system) or condition == "no_image":
+            return {}
+        fs = self.paper_features(paper, dataset, required=not self.system_settings(paper, system).train_on)
+        options = self.system_feature_options(paper, system)
+        return {} if fs is None else self.feature_files(dataset, fs, split, options)
+
+    def resource_paths(self, wildcards) -> dict:
+        """name -> file of every resource the system declares, the run's placeholders filled in."""
+        settings = self.system_settings(wildcards.paper, wildcards.system)
+        return {name: self.run_path(value, wildcards) for name, value in settings.resources.items()}
+
+    def reference_text(self, wildcards) -> list:
+        """The reference(s) of a run in the scoring form: one file, or every caption file."""
+        return self.reference_files(wildcards.paper, wildcards.dataset, wildcards.split, wildcards.pair.split("-")[1])
+
+    def run_meta(self, wildcards, condition) -> dict:
+        """Scores and analyses belong to a run, not to a table: several tables may share one
+        (table ""); ``checkpoint`` names the model actually decoded."""
+        return {
+            "paper": wildcards.paper, "table": "", "system": wildcards.system, "dataset": wildcards.dataset,
+            "pair": wildcards.pair, "test_set": wildcards.split, "seed": int(wildcards.seed),
+            "condition": condition,
+            "checkpoint": self.checkpoint_of(wildcards.paper, wildcards.system, wildcards.dataset,
+                                             wildcards.pair, wildcards.seed),
+        }

@@ -1,0 +1,56 @@
+"""The table job (``execute/table.py``): the score files of every run of a table (or its
+analysis results), the published values and the significance tests, with the table's note,
+its unavailable rows and how its runs differ from the paper's setting."""
+
+from __future__ import annotations
+
+from ..jobs import TableJob
+from ..lookup import Lookup
+from ..paths import path
+from ..vectors import WordVectorInputs
+from . import JobBuilder
+
+
+class TableJobs(JobBuilder):
+    def __init__(self, look: Lookup, vectors: WordVectorInputs):
+        super().__init__(look)
+        self.vectors = vectors  # a row that reads word vectors trained here says so
+
+    def scores(self, paper, table) -> list:
+        """Score files of a table: translation scores, or the analysis's per-run results."""
+        look = self.look
+        t = look.table(paper, table)
+        if look.table_kind(paper, table) == "analysis":
+            return [
+                path("analysis", paper=paper, system=s, dataset=t["dataset"], split=ts, pair=t["pair"], seed=seed,
+                     analysis=t["analysis"])
+                for s in t["systems"] for ts in t["test_sets"] for seed in t["seeds"]
+            ]
+        return [look.run_file("score", paper, table, *run) for run in look.table_runs(paper, table)]
+
+    def not_comparable(self, paper, table) -> dict:
+        """system -> why its rows get no delta: a table marked `comparable: false` (its runs differ
+        from the paper's set-up; the table's note says how)."""
+        t = self.look.table(paper, table)
+        if t.get("comparable", True) is False:
+            return {system: "no delta: not the paper's set-up" for system in t["systems"]}
+        return {}
+
+    def differences(self, paper, table) -> dict:
+        """system -> a declared difference from the paper's setting (word vectors trained here):
+        in a comparable table its rows get a delta and a verdict that says so, never
+        "reproduced"; in a table marked `comparable: false` the note still says it."""
+        return self.vectors.reason(paper, self.look.table(paper, table)["systems"])
+
+    def build(self, w) -> TableJob:
+        look = self.look
+        paper, table = w.paper, w.table
+        t = look.table(paper, table)
+        inputs = {"scores": self.scores(paper, table), "published": look.published}
+        # a paper without significance tests (empty significance_metrics) needs none
+        if look.table_kind(paper, table) == "translation" and look.significance_metrics(paper):
+            inputs["significance"] = path("significance", paper=paper, table=table)
+        return TableJob(paper=paper, table=table, note=t.get("note", ""), unavailable=dict(t.get("unavailable", {})),
+                        not_comparable=self.not_comparable(paper, table), inputs=inputs,
+                        out=path("table", paper=paper, table=table),
+                        differences=self.differences(paper, table))
