@@ -287,6 +287,7 @@ def test_checkpoint_round_trip_gives_identical_scores(tmp_path):
         assert m2.tgt_emb.weight.requires_grad == (not cfg.get("fix_dec_emb", False))
 
 
+@pytest.mark.slow  # over 10 s idle: `make test` runs it, `make test-fast` leaves it out
 def test_fixed_pretrained_table_lets_the_model_emit_a_word_never_seen_as_a_target(tmp_path):
     """The paper's rare-word claim in miniature. Source word s_i translates to target word t_i;
     the pretrained source and target vectors of s_i and t_i are the same random unit vector (an

@@ -134,6 +134,7 @@ def test_comments_docstrings_and_layout_change_no_version(copy):
     assert changed(before, every_version(copy))
 
 
+@pytest.mark.slow  # over 10 s idle: `make test` runs it, `make test-fast` leaves it out
 def test_every_module_a_stage_reaches_is_declared_deciding_or_not():
     """A new import must be placed: in the stage's declaration (it decides the outputs, a change
     re-runs the stage's jobs) or among the modules that do not (with the reason)."""

@@ -214,6 +214,7 @@ def test_check_config_splits_from_sizes_langs_from_config():
         check_config("g", {**cfg, "val": "dev"})
 
 
+@pytest.mark.slow  # over 10 s idle: `make test` runs it, `make test-fast` leaves it out
 def test_english_tokens_tell_nothing_about_a_hidden_attribute():
     # Issue 11, item 8: a classifier from the English tokens to each hidden attribute does no
     # better than guessing the most frequent value (within 2 points), over 20k captions. Naive

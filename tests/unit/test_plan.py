@@ -12,6 +12,7 @@ from types import SimpleNamespace as W
 import pytest
 
 from mmt_repro.config import ConfigError, deep_update, load_yaml
+from mmt_repro.io import UnknownNameError
 from mmt_repro.plan import (
     AnalyseJob,
     Plan,
@@ -328,3 +329,55 @@ def test_the_vocabulary_report_serves_the_back_translated_pairs_whatever_the_tab
     rows = {(r["corpus"], r["split"], r["lang"]) for r in smoke.text.vocab_report_rows(W(paper="doubly_attentive"))}
     assert {("backtranslated", "synthetic.src", "en"), ("backtranslated", "synthetic.tgt", "de"),
             ("backtranslated", "train_c1", "de"), ("train", "train", "en")} <= rows
+
+
+# ---------------------------------------------------------------------------- declared differences
+
+
+def _overlay_plan(overlay: dict) -> Plan:
+    return Plan(deep_update(load_yaml(REPO / "config" / "config.yaml"), overlay), REPO)
+
+
+def test_a_table_declares_a_difference_and_its_rows_verdict_says_so():
+    """A table may state how its runs differ from the paper's setting (one reason for every
+    system, or per system); the table job carries it and the verdict reads `(differs)`."""
+    from mmt_repro.tables.build import verdict
+
+    plan = _overlay_plan({"papers": {"emb_pred": {"tables": {"table1": {
+        "systems": ["nmt", "nmt_pre"], "differences": {"nmt": "trained on a CPU in fp32, not a GPU"}}}}}})
+    job = plan.table_jobs.job(W(paper="emb_pred", table="table1"))
+    assert job.differences == {"nmt": "trained on a CPU in fp32, not a GPU"}
+    _, word, why = verdict(0.3, None, differs=job.differences["nmt"])
+    assert (word, why) == ("within (differs)", "verdict: |delta| 0.30 vs ±0.5 (the paper gives no spread), "
+                                               "not the paper's setting")
+    assert verdict(0.3, None)[1] == "reproduced"  # the same delta without the difference
+    assert verdict(0.8, None, differs="x")[1] == "outside (differs)"
+    # one reason for every system of the table, joined with the word vectors' own
+    plan = _overlay_plan({"papers": {"emb_pred": {
+        "overrides": {"word_vectors": {"source": "trained"}},
+        "tables": {"table1": {"systems": ["nmt", "nmt_pre"], "differences": "one seed, not three"}}}}})
+    differences = plan.table_jobs.job(W(paper="emb_pred", table="table1")).differences
+    assert differences["nmt"] == "one seed, not three"
+    assert differences["nmt_pre"].startswith("one seed, not three; word vectors: fastText cbow 300-d trained here")
+
+
+def test_a_declared_difference_must_name_a_system_of_its_table():
+    with pytest.raises(UnknownNameError, match=r"differences"):
+        _overlay_plan({"papers": {"emb_pred": {"tables": {"table1": {
+            "systems": ["nmt"], "differences": {"nmt_typo": "x"}}}}}})
+
+
+def test_a_calixto_vocabulary_learnt_without_wmt15_is_declared_beside_its_rows():
+    """Calixto et al.'s models share one vocabulary over M30k_T, M30k_C and WMT'15 (recipe
+    vocabulary_corpora); a configuration whose table plans no system that trains on WMT'15 (an
+    offline run) learns a smaller one, and its rows say so instead of getting a plain verdict."""
+    full = _overlay_plan({})
+    assert full.table_jobs.job(W(paper="doubly_attentive", table="table1")).differences == {}
+    offline = _overlay_plan({"papers": {"doubly_attentive": {"tables": {"table1": {
+        "systems": ["nmt", "nmt_src_img"]}}}}})
+    differences = offline.table_jobs.job(W(paper="doubly_attentive", table="table1")).differences
+    assert set(differences) == {"nmt", "nmt_src_img"}
+    assert differences["nmt"] == ("vocabulary: BPE codes and vocabulary learnt on train only; the paper's cover "
+                                  "train, backtranslated, wmt15 (no system here trains on backtranslated, wmt15)")
+    # the grounded check is ours, not the paper's data: no vocabulary difference there
+    assert full.table_jobs.job(W(paper="doubly_attentive", table="grounded")).differences == {}

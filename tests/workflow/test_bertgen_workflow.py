@@ -18,6 +18,7 @@ def paper_tables(config: dict) -> list[str]:
     return [name for name, t in config["papers"]["bertgen"]["tables"].items() if t.get("enabled", True)]
 
 
+@pytest.mark.slow  # over 10 s idle: `make test` runs it, `make test-fast` leaves it out
 def test_every_bertgen_table_and_figure_plans_from_raw_data(tmp_path, wf):
     from mmt_repro.config import load_yaml
 

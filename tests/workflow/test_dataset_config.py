@@ -85,6 +85,7 @@ def test_made_up_test_set_through_config_alone_plans_and_runs(wf, made_up):
     assert "verified" in fetch_log, fetch_log
 
 
+@pytest.mark.slow  # over 10 s idle: `make test` runs it, `make test-fast` leaves it out
 def test_wrong_line_count_in_the_copy_is_refused(wf, made_up):
     """The extra manifest's `lines` are checked like the repository's: a copy that lost a
     sentence stops the fetch, naming the file."""
@@ -123,6 +124,7 @@ def test_unknown_split_stops_planning_naming_the_key_and_the_valid_values(wf, tm
     assert "inputs.manifest_extra" in out
 
 
+@pytest.mark.slow  # over 10 s idle: `make test` runs it, `make test-fast` leaves it out
 def test_unknown_language_stops_planning_naming_the_key_and_the_valid_values(wf, tmp_path):
     res = wf.snakemake(*_bad_config(tmp_path, {"datasets": {"multi30k": {"langs": ["en", "de", "xx"]}}}))
     out = res.stdout + res.stderr
@@ -141,6 +143,7 @@ def test_unknown_language_stops_planning_naming_the_key_and_the_valid_values(wf,
     assert "datasets.grounded.langs: unsupported language(s) tr for the grounded generator; valid values: en, de, fr" in out
 
 
+@pytest.mark.slow  # over 10 s idle: `make test` runs it, `make test-fast` leaves it out
 def test_tables_and_targets_must_name_configured_splits_and_languages(wf, tmp_path):
     bad = {"papers": {"doubly_attentive": {"tables": {"table1": {"test_sets": ["test_2016_flickr", "test_2099"]}}}}}
     res = wf.snakemake(*_bad_config(tmp_path, bad))

@@ -46,6 +46,7 @@ def test_rules_are_snakefmt_formatted():
     assert res.returncode == 0, f"run: .venv/bin/snakefmt Snakefile workflow/rules/*.smk\n{res.stdout}{res.stderr}"
 
 
+@pytest.mark.slow  # over 10 s idle: `make test` runs it, `make test-fast` leaves it out
 def test_dry_run_of_full_config_resolves_every_target(tmp_path):
     res = snakemake("results/tables/all.tsv", "-n", "--directory", str(tmp_path), "--quiet", "rules")
     out = res.stdout + res.stderr

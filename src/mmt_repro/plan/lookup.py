@@ -152,6 +152,11 @@ class Lookup:
             for system in table.get("systems") or []:
                 if system not in systems:
                     problems.append(unknown_name("system", system, systems, f"{key}.systems ({where})"))
+            declared = table.get("differences") or {}
+            for system in declared if isinstance(declared, dict) else []:
+                if system not in (table.get("systems") or []):
+                    problems.append(unknown_name("system", system, table.get("systems") or [],
+                                                 f"{key}.differences (the table's systems)"))
             # the feature set is read only by a table's multimodal systems (a text-only table of a
             # dataset, e.g. config/cpu_vatex.yaml, may keep the full config's name unconfigured)
             sets = self.config["datasets"][table["dataset"]].get("features") or {}

@@ -84,6 +84,19 @@ class TextInputs:
                     parts.append(part)
         return parts
 
+    def vocabulary_scope(self, paper, ds, pair) -> str:
+        """How the codes and vocabulary of (ds, pair) differ from the paper's: the corpora of the
+        recipe's ``vocabulary_corpora`` that no planned system of the paper trains on there
+        ("" when none is missing, or the recipe declares none)."""
+        rec = self.look.recipe(paper)
+        have = {part.corpus for part in self.vocabulary_corpora(paper, ds, pair)}
+        missing = [c for c in rec.vocabulary_corpora if c not in have]
+        if not missing:
+            return ""
+        what = "BPE codes and vocabulary" if rec.subword == "bpe" else "vocabulary"
+        return (f"vocabulary: {what} learnt on {', '.join(sorted(have))} only; the paper's cover "
+                f"{', '.join(rec.vocabulary_corpora)} (no system here trains on {', '.join(missing)})")
+
     def bpe_training_text(self, wildcards) -> list:
         """The real text of every language these codes cover, in the paper's chain, from every
         corpus the paper's systems train on: both BPE sides for joint codes, else the one language."""

@@ -50,7 +50,7 @@ class Plan(Lookup):
         self.score_jobs = ScoreJobs(look)
         self.analyse_jobs = AnalyseJobs(look, self.translate_jobs)
         self.significance_jobs = SignificanceJobs(look)
-        self.table_jobs = TableJobs(look, self.vectors)
+        self.table_jobs = TableJobs(look, self.vectors, self.text)
         self.curves_jobs = CurvesJobs(look)
         self.alignment_jobs = AlignmentJobs(look)
         self.backtranslation_jobs = BacktranslationJobs(look)

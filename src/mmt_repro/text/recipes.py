@@ -279,6 +279,11 @@ class Recipe:
         zh_segmentation: step segmenting Chinese (``"char"`` or ``"jieba"``), None for papers without Chinese.
         published_vocab: the vocabulary sizes the paper reports, ``(lang, size)`` pairs (a
             mapping in YAML), shown beside ours in ``results/data/vocab/<paper>.tsv``.
+        vocabulary_corpora: the corpora the paper's own codes and vocabulary were learnt on,
+            named as a system's ``corpus`` (``train``, ``backtranslated`` or a dataset such as
+            ``wmt15``); a comparable table whose planned systems learn them without one of
+            these declares the difference (``vocabulary: ...``) beside its rows. Empty: not
+            checked (the paper's vocabulary comes from the table's own training text).
         wordpiece_vocab: the ``vocab.txt`` the ``wp`` step reads (repository-relative): the
             manifest input's (M-BERT's pieces, BertGen's task tokens), or one learnt by the rule
             ``learn_wordpiece`` (``results/text/wordpiece/<corpus>.<size>/vocab.txt``: ``size``
@@ -303,6 +308,7 @@ class Recipe:
     lowercase: bool = False
     zh_segmentation: str | None = None
     published_vocab: tuple[tuple[str, int], ...] = ()
+    vocabulary_corpora: tuple[str, ...] = ()
     wordpiece_vocab: str = f"resources/{WORDPIECE_VOCAB_INPUT}/vocab.txt"
     scoring: str = ""
     source: str = ""
@@ -337,7 +343,7 @@ class Recipe:
         unknown = sorted(set(values) - fields)
         if unknown:
             raise ValueError(f"unknown recipe key(s) {unknown}; valid keys: {', '.join(sorted(fields))}")
-        for key in ("langs", "bpe_langs"):
+        for key in ("langs", "bpe_langs", "vocabulary_corpora"):
             if values.get(key) is not None:
                 values[key] = tuple(values[key])
         values["chains"] = tuple(sorted((values.get("chains") or {}).items()))

@@ -7,14 +7,16 @@ from __future__ import annotations
 from ..jobs import TableJob
 from ..lookup import Lookup
 from ..paths import path
+from ..text import TextInputs
 from ..vectors import WordVectorInputs
 from . import JobBuilder
 
 
 class TableJobs(JobBuilder):
-    def __init__(self, look: Lookup, vectors: WordVectorInputs):
+    def __init__(self, look: Lookup, vectors: WordVectorInputs, text: TextInputs):
         super().__init__(look)
         self.vectors = vectors  # a row that reads word vectors trained here says so
+        self.text = text  # and a row whose vocabulary misses a corpus of the paper's
 
     def scores(self, paper, table) -> list:
         """Score files of a table: translation scores, or the analysis's per-run results."""
@@ -37,10 +39,33 @@ class TableJobs(JobBuilder):
         return {}
 
     def differences(self, paper, table) -> dict:
-        """system -> a declared difference from the paper's setting (word vectors trained here):
-        in a comparable table its rows get a delta and a verdict that says so, never
+        """system -> how its runs differ from the paper's setting, every declared way joined:
+        the table's own ``differences`` (system -> reason, or one reason for every system),
+        word vectors trained here, and, on real data, a vocabulary learnt without a corpus of
+        the paper's (:meth:`TextInputs.vocabulary_scope`). In a comparable table such
+        a row gets a delta and a verdict that says so (``within (differs)``), never
         "reproduced"; in a table marked `comparable: false` the note still says it."""
-        return self.vectors.reason(paper, self.look.table(paper, table)["systems"])
+        look = self.look
+        t = look.table(paper, table)
+        out: dict[str, str] = {}
+
+        def add(system, reason):
+            if reason:
+                out[system] = "; ".join(x for x in (out.get(system), reason) if x)
+
+        declared = t.get("differences") or {}
+        if isinstance(declared, str):
+            declared = {system: declared for system in t["systems"]}
+        for system in t["systems"]:
+            add(system, declared.get(system, ""))
+        for system, reason in self.vectors.reason(paper, t["systems"]).items():
+            add(system, reason)
+        # the vocabulary's scope matters on the paper's data (the grounded sets are our own checks)
+        if look.dataset_config(t["dataset"])["source"] not in ("grounded", "grounded_video"):
+            for system in t["systems"]:
+                m_ds, m_pair = look.model_location(paper, system, t["dataset"], t["pair"])
+                add(system, self.text.vocabulary_scope(paper, m_ds, m_pair))
+        return out
 
     def build(self, w) -> TableJob:
         look = self.look
