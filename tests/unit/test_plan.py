@@ -231,7 +231,7 @@ def test_trained_word_vectors_are_a_declared_difference():
 
 def test_every_smoke_table_is_not_comparable(smoke):
     """The smoke run is a synthetic check: no row of it may get a delta against a paper."""
-    for paper, table, _ in smoke.enabled_tables():
+    for paper, table, _ in smoke.enabled:
         assert smoke.table(paper, table).get("comparable") is False, f"{paper}/{table} lacks comparable: false"
     job = smoke.table_jobs.job(W(paper="deepfuse", table="table1"))
     assert set(job.not_comparable) == {"lstm", "vatex", "transformer", "deepfuse"}
@@ -324,7 +324,7 @@ def test_the_vector_diagnostic_overlay_changes_only_the_vectors_epochs():
 def test_the_vocabulary_report_serves_the_back_translated_pairs_whatever_the_table_order(smoke):
     """Calixto et al.'s grounded check (no back-translation) is planned before Table 1 in the
     smoke run; the one vocabulary of (grounded, en-de) still serves Table 1's synthetic pairs."""
-    tables = [t for p, t, _ in smoke.enabled_tables() if p == "doubly_attentive"]
+    tables = [t for p, t, _ in smoke.enabled if p == "doubly_attentive"]
     assert tables.index("grounded") < tables.index("table1")
     rows = {(r["corpus"], r["split"], r["lang"]) for r in smoke.text.vocab_report_rows(W(paper="doubly_attentive"))}
     assert {("backtranslated", "synthetic.src", "en"), ("backtranslated", "synthetic.tgt", "de"),

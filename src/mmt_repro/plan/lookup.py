@@ -15,7 +15,7 @@ from ..config import validate_config
 from ..corpora.layout import dataset_layout
 from ..corpora.manifest import load_manifest
 from ..corpora.prepare import SOURCES as CORPUS_SOURCES
-from ..corpora.prepare import text_outputs
+from ..corpora.prepare import corpus_plan, text_outputs
 from ..io import unknown_name
 from ..settings import IMAGE_SOURCE, load_paper
 from .paths import path, reversed_pair
@@ -180,9 +180,6 @@ class Lookup:
             out.append((paper, name, problems))
         return out
 
-    def enabled_tables(self) -> list:
-        return self.enabled
-
     def paper_config(self, paper: str) -> dict:
         """The config block of a paper (``papers.<paper>``); an unknown paper names the valid ones."""
         if paper not in self.config["papers"]:
@@ -328,8 +325,6 @@ class Lookup:
     # ------------------------------------------------------------------ a corpus's files
     def corpus_text_files(self, ds: str) -> dict:
         """"split|lang" -> text file of every split of a corpus."""
-        from ..corpora.prepare import corpus_plan
-
         cfg = self.dataset_config(ds)
         if cfg["source"] in CORPUS_SOURCES:
             names = text_outputs(ds, cfg, self.manifest)
