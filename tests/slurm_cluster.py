@@ -11,7 +11,9 @@ through :attr:`SlurmCluster.env` (``SLURM_CONF``); jobs inherit it (``sbatch --e
 
 The settings are the ones that worked on Debian 12 / slurm-wlm 22.05 (see ../shared/FACTS.md):
 ``proctrack/linuxproc`` and ``task/none`` (no cgroups or systemd), ``select/cons_tres`` with
-``CR_Core_Memory``, ``RealMemory`` at most what ``slurmd -C`` reports (more drains the node), no
+``CR_Core_Memory``, ``RealMemory`` at most what ``slurmd -C`` reports (more drains the node),
+two job slots per core (``CPUs`` twice the cores, with ``SlurmdParameters=config_overrides``, which
+keeps slurmd from draining the node for it: a test job mostly waits on Snakemake starting), no
 accounting (so Snakemake must poll with ``squeue``; ``MinJobAge=300`` keeps finished jobs in
 ``squeue`` long enough). ``env`` also puts a small ``srun`` wrapper first on PATH: Snakemake's
 job step drops SLURM_CONF before its nested srun (see :meth:`SlurmCluster._write_srun_wrapper`).
@@ -102,9 +104,15 @@ class SlurmCluster:
     partition: str = PARTITION
     cpus: int = 1
     memory_mb: int = 1024
+    oversubscribe: int = 2  # job slots per core (see _write_conf)
     install_seconds: float = 0.0
     setup_seconds: float = 0.0
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    @property
+    def slots(self) -> int:
+        """The CPUs the node offers to jobs: ``oversubscribe`` per core."""
+        return self.cpus * self.oversubscribe
 
     @property
     def conf(self) -> Path:
@@ -184,7 +192,12 @@ class SlurmCluster:
                 "KillWait=10",  # SIGTERM -> SIGKILL grace after scancel or a time limit
                 "SlurmctldTimeout=30",
                 "SlurmdTimeout=60",
-                f"NodeName=localhost CPUs={self.cpus} RealMemory={self.memory_mb} State=UNKNOWN",
+                # The node offers twice its cores (config_overrides: slurmd keeps the configured
+                # count): a test job spends most of its time starting Snakemake twice (its step
+                # and the nested srun) and waiting, not computing, so two a core keep the cores
+                # busy. Each job still gets its threads' --cpus-per-task.
+                "SlurmdParameters=config_overrides",
+                f"NodeName=localhost CPUs={self.slots} RealMemory={self.memory_mb} State=UNKNOWN",
                 f"PartitionName={self.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
                 "",
             ]),

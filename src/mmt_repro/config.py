@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from .io import DataError
+from .io import DataError, parse_yaml
 
 
 class ConfigError(ValueError):
@@ -35,7 +35,7 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
     import jsonschema  # here, not at the top: every job imports this module (50 ms), few validate
 
     schema_path = Path(schema_path)
-    schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
+    schema = parse_yaml(schema_path.read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
     problems = []
     for err in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
@@ -73,7 +73,7 @@ def load_yaml(path: str | Path) -> dict:
     if not path.exists():
         raise DataError(path, "configuration file does not exist", "check the path given in config/config.yaml")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = parse_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
         raise DataError(path, f"not valid YAML: {err}", "fix the syntax") from err
     if not isinstance(data, dict):
@@ -153,7 +153,7 @@ def schema_reference(schema_path: str | Path) -> str:
     its type, whether it is required and its description, one section per kind of block.
     ``python -m mmt_repro config-docs`` writes it; a test keeps the committed file equal."""
     schema_path = Path(schema_path)
-    schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
+    schema = parse_yaml(schema_path.read_text(encoding="utf-8"))
     defs = schema.get("$defs", {})
     header = "| key | type | required | description |\n|---|---|---|---|"
     sections: dict = {}

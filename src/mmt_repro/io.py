@@ -148,3 +148,13 @@ def read_json(path: str | os.PathLike, missing_fix: str):
         return json.loads(path.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise DataError(path, f"not valid UTF-8 JSON ({err})", "the download is truncated; fetch it again") from err
+
+
+def parse_yaml(text: str):
+    """``yaml.safe_load(text)`` through libyaml's C parser where PyYAML was built with it (the
+    same safe subset and results, about ten times faster: Snakemake parses the workflow, and so
+    reads the configuration, settings and manifest, once per job on a cluster), else the pure
+    Python one. Raises ``yaml.YAMLError`` like ``safe_load``."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 (a safe loader)

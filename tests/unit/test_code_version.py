@@ -134,6 +134,54 @@ def test_comments_docstrings_and_layout_change_no_version(copy):
     assert changed(before, every_version(copy))
 
 
+def test_versions_are_cached_by_the_modules_exact_bytes(copy, tmp_path, monkeypatch):
+    """Snakemake parses the workflow once per cluster job; the versions it computed are read
+    back from the cache, keyed by the modules' bytes, so an edit is never served a stale one."""
+    monkeypatch.setenv("MMT_REPRO_CODE_CACHE", "off")
+    uncached = code_version("score", root=copy)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MMT_REPRO_CODE_CACHE", str(cache))
+    clear_caches()
+    assert code_version("score", root=copy) == uncached
+    entries = [p for p in cache.rglob("*") if p.is_file()]
+    assert len(entries) == 1 and entries[0].read_text(encoding="ascii") == uncached.split(":")[1] + "\n"
+    # a later parse reads the entry instead of normalising the sources: a planted value comes back
+    entries[0].write_text("0123456789ab\n", encoding="ascii")
+    clear_caches()
+    assert code_version("score", root=copy) == "score:0123456789ab"
+    # a changed byte, even a comment, is a new key: normalised again, the same version as before
+    meteor = copy / "metrics" / "meteor.py"
+    meteor.write_text(meteor.read_text(encoding="utf-8") + "\n# a comment\n", encoding="utf-8")
+    clear_caches()
+    assert code_version("score", root=copy) == uncached
+    # a changed statement: a new key and a new version
+    edit_function(meteor, "meteor_score")
+    clear_caches()
+    edited = code_version("score", root=copy)
+    assert edited != uncached
+    monkeypatch.setenv("MMT_REPRO_CODE_CACHE", "off")
+    clear_caches()
+    assert code_version("score", root=copy) == edited
+
+
+def test_a_garbled_or_unwritable_code_cache_is_skipped(copy, tmp_path, monkeypatch):
+    monkeypatch.setenv("MMT_REPRO_CODE_CACHE", "off")
+    uncached = code_version("score", root=copy)
+    blocker = tmp_path / "a-file"  # the cache folder is a file: nothing can be written
+    blocker.write_text("x", encoding="ascii")
+    monkeypatch.setenv("MMT_REPRO_CODE_CACHE", str(blocker))
+    clear_caches()
+    assert code_version("score", root=copy) == uncached
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MMT_REPRO_CODE_CACHE", str(cache))
+    clear_caches()
+    code_version("score", root=copy)
+    (entry,) = [p for p in cache.rglob("*") if p.is_file()]
+    entry.write_text("not a version\n", encoding="ascii")
+    clear_caches()
+    assert code_version("score", root=copy) == uncached
+
+
 @pytest.mark.slow  # over 10 s idle: `make test` runs it, `make test-fast` leaves it out
 def test_every_module_a_stage_reaches_is_declared_deciding_or_not():
     """A new import must be placed: in the stage's declaration (it decides the outputs, a change

@@ -193,7 +193,7 @@ def slurm_cluster():
     except SlurmUnavailable as err:
         pytest.skip(f"no SLURM test cluster: {err}")
     print(f"\nSLURM test cluster: packages installed in {cluster.install_seconds:.1f} s, daemons up and node "
-          f"idle in {cluster.setup_seconds:.1f} s ({cluster.cpus} CPUs, {cluster.memory_mb} MB, "
+          f"idle in {cluster.setup_seconds:.1f} s ({cluster.cpus} CPUs as {cluster.slots} slots, {cluster.memory_mb} MB, "
           f"SLURM_CONF={cluster.conf})")
     yield cluster
     cluster.stop()

@@ -388,14 +388,88 @@ def source_digest(file: Path) -> bytes:
 
 @lru_cache(maxsize=None)
 def _hash(modules: tuple[str, ...], root: Path) -> str:
-    digest = hashlib.sha256()
+    files = []
     for name in modules:
         file = _module_file(name, root)
         if file is None:
             raise ValueError(f"no module {name!r} under {root}")
+        files.append((name, file))
+    key = _cache_key(files)
+    known = _cached(key)
+    if known is not None:
+        return known
+    digest = hashlib.sha256()
+    for name, file in files:
         digest.update(name.encode() + b"\0")
         digest.update(source_digest(file) + b"\0")
-    return digest.hexdigest()[:12]
+    version = digest.hexdigest()[:12]
+    _remember(key, version)
+    return version
+
+
+# --- a cache of versions by the modules' exact bytes --------------------------------------------
+# Normalising the sources (tokenize + ast) costs ~2 s a workflow parse, and Snakemake parses the
+# workflow once per job on a cluster (twice: the job step and its srun). A version depends only
+# on the modules' names and exact bytes and on this normaliser, so it is cached under the hash of
+# those, one small file per entry in ``$XDG_CACHE_HOME/mmt-repro/code-versions`` (default
+# ``~/.cache``). A changed byte, module or normaliser is a new key: an entry is never stale. An
+# unreadable or unwritable cache is skipped; ``MMT_REPRO_CODE_CACHE=off`` turns it off.
+
+_CACHE_FORMAT = re.compile(r"[0-9a-f]{12}")
+
+
+def _cache_dir() -> Path | None:
+    import os
+
+    setting = os.environ.get("MMT_REPRO_CODE_CACHE", "")
+    if setting == "off":
+        return None
+    if setting:
+        return Path(setting)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "mmt-repro" / "code-versions"
+
+
+@lru_cache(maxsize=1)
+def _normaliser_digest() -> bytes:
+    import sys
+
+    return hashlib.sha256(Path(__file__).read_bytes() + repr(sys.version_info[:2]).encode()).digest()
+
+
+def _cache_key(files: list[tuple[str, Path]]) -> str:
+    key = hashlib.sha256(_normaliser_digest())
+    for name, file in files:
+        key.update(name.encode() + b"\0" + hashlib.sha256(file.read_bytes()).digest())
+    return key.hexdigest()
+
+
+def _cached(key: str) -> str | None:
+    folder = _cache_dir()
+    if folder is None:
+        return None
+    try:
+        text = (folder / key[:2] / key).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if _CACHE_FORMAT.fullmatch(text) else None
+
+
+def _remember(key: str, version: str) -> None:
+    import os
+    import tempfile
+
+    folder = _cache_dir()
+    if folder is None:
+        return
+    try:
+        (folder / key[:2]).mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder / key[:2], prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(version + "\n")
+        os.replace(tmp, folder / key[:2] / key)  # atomic: concurrent jobs write the same text
+    except OSError:
+        return
 
 
 def code_version(stage: str, model: str | None = None, paper: str | None = None, root: Path = ROOT) -> str:
