@@ -29,7 +29,7 @@ SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(l
 REMOTE_RULE = re.compile(r"^rule (\w+):", re.MULTILINE)  # local jobs print "localrule <name>:"
 TRAIN = "results/models/doubly_attentive/nmt/grounded.en-de.seed1"  # + .best.pt, .last.pt, .curve.tsv
 TRAIN_LOG = "results/logs/train_model/doubly_attentive/nmt/grounded.en-de.seed1.log"
-SLURM_TIMEOUT = 900  # seconds for the whole reduced DAG through SLURM (~3 min on 2 free cores, ~4 beside the fast lanes)
+SLURM_TIMEOUT = 900  # seconds for the whole reduced DAG through SLURM (~3 min on 2 free cores)
 
 
 def slurm_args(wf) -> list[str]:
