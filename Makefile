@@ -21,9 +21,7 @@ $(STAMP): pyproject.toml
 	# PyPI: CPU_WHEELS=1 takes them from there where that index can be reached.
 	@echo "mmt-repro: installing the package and its dependencies into $(VENV) (torch with CUDA: ~6.5 GB, several minutes)"
 	$(if $(CPU_WHEELS),$(BIN)/python -m pip install --progress-bar on torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu,)
-	# --no-compile: no .pyc for the ~20k modules of torch and its wheels at install time (half the
-	# install); Python compiles the few hundred a job imports on first use and keeps them.
-	$(BIN)/python -m pip install --progress-bar on --no-compile -e '.[test]'
+	$(BIN)/python -m pip install --progress-bar on -e '.[test]'
 	touch $(STAMP)
 
 # METEOR (Meteor 1.5, a Java program) scores four papers' tables, the smoke run's included.

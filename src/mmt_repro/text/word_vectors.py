@@ -299,14 +299,8 @@ def train_word_vectors(
         corpus = Path(tmp) / "corpus.txt"
         corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
         with atomic_path(out_vec) as tmp_vec:
-            command = [sys.executable, "-c", _TRAIN_SCRIPT, str(corpus), str(tmp_vec), json.dumps(settings)]
-            res = subprocess.run(command, capture_output=True, text=True)
-            if res.returncode != 0 and "Encountered NaN" in res.stderr:
-                # fastText's trainer thread can report a NaN loss that training never had (seen once
-                # on a heavily loaded machine, tiny corpus); one worker thread makes the vectors a
-                # function of the inputs, so a second try writes what the first would have
-                log.warning("fastText reported 'Encountered NaN' on %s; training once more", texts[0])
-                res = subprocess.run(command, capture_output=True, text=True)
+            res = subprocess.run([sys.executable, "-c", _TRAIN_SCRIPT, str(corpus), str(tmp_vec), json.dumps(settings)],
+                                 capture_output=True, text=True)
             if res.returncode != 0:
                 raise DataError(texts[0], f"fastText training failed: {res.stderr.strip()[-2000:]}",
                                 "lower word_vectors lr, or check the text")
