@@ -39,9 +39,8 @@ smoke: java-check $(STAMP)
 # which doubles as the determinism check). tests/conftest.py says which test is in which lane.
 # The fast lanes run on two pytest workers (pytest-xdist; one torch thread each, so that the two
 # never oversubscribe the cores); the e2e and slurm lanes run after them, one test at a time,
-# since they share one smoke run and a SLURM cluster and use both cores themselves. (Run beside
-# the fast lanes, the slurm lane made both slower: 13 min together against 4 + 7 one after the
-# other.)
+# since they share one smoke run and a SLURM cluster and use both cores themselves (beside the
+# fast lanes, the slurm lane slows both: the cores are the limit).
 FAST_LANES = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2
 
 test: java-check $(STAMP)

@@ -153,7 +153,7 @@ def read_json(path: str | os.PathLike, missing_fix: str):
 def parse_yaml(text: str):
     """``yaml.safe_load(text)`` through libyaml's C parser where PyYAML was built with it (the
     same safe subset and results, about ten times faster: Snakemake parses the workflow, and so
-    reads the configuration, settings and manifest, once per job on a cluster), else the pure
+    reads the configuration and the paper settings, once per job on a cluster), else the pure
     Python one. Raises ``yaml.YAMLError`` like ``safe_load``."""
     import yaml
 

@@ -17,11 +17,15 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import os
 import re
+import sys
 import tokenize
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+
+from mmt_repro.io import atomic_write
 
 PACKAGE = "mmt_repro"
 ROOT = Path(__file__).resolve().parents[1]  # src/mmt_repro, the package jobs import
@@ -419,8 +423,6 @@ _CACHE_FORMAT = re.compile(r"[0-9a-f]{12}")
 
 
 def _cache_dir() -> Path | None:
-    import os
-
     setting = os.environ.get("MMT_REPRO_CODE_CACHE", "")
     if setting == "off":
         return None
@@ -432,8 +434,6 @@ def _cache_dir() -> Path | None:
 
 @lru_cache(maxsize=1)
 def _normaliser_digest() -> bytes:
-    import sys
-
     return hashlib.sha256(Path(__file__).read_bytes() + repr(sys.version_info[:2]).encode()).digest()
 
 
@@ -456,18 +456,12 @@ def _cached(key: str) -> str | None:
 
 
 def _remember(key: str, version: str) -> None:
-    import os
-    import tempfile
-
     folder = _cache_dir()
     if folder is None:
         return
     try:
-        (folder / key[:2]).mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder / key[:2], prefix=".tmp-")
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
+        with atomic_write(folder / key[:2] / key, encoding="ascii") as fh:  # concurrent jobs write the same text
             fh.write(version + "\n")
-        os.replace(tmp, folder / key[:2] / key)  # atomic: concurrent jobs write the same text
     except OSError:
         return
 
