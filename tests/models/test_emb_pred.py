@@ -60,7 +60,8 @@ def test_paper_sizes():
 
 def test_hardest_negative_and_margin_by_hand():
     table = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [-1.0, 0.0], [3.0, 4.0]])  # row 0: a zero row
-    pred = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-2.0, 0.1]], requires_grad=True)
+    raw = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-2.0, 0.1]], requires_grad=True)
+    pred = torch.nn.functional.normalize(raw, dim=-1)  # unit vectors: the scores are cosines
     gold = torch.tensor([1, 1, 2])
     loss, neg = hardest_negative_margin(pred, table, gold, margin=0.5)
     # cosines: row 0 -> [0, 1, 0, -1, .6]: nearest is the gold (1): w- = gold, loss = gamma
@@ -75,20 +76,36 @@ def test_hardest_negative_and_margin_by_hand():
     assert neg2.tolist() == [4, 2, 3] and torch.allclose(loss2[0], torch.tensor(0.1), atol=1e-6)
     # The gradient equals that of the plain formulation (max over every cosine), the table gets none.
     loss.sum().backward()
-    g1 = pred.grad.clone()
-    pred.grad = None
-    p = torch.nn.functional.normalize(pred, dim=-1)
+    g1 = raw.grad.clone()
+    raw.grad = None
+    p = torch.nn.functional.normalize(raw, dim=-1)
     sims = p @ torch.nn.functional.normalize(table, dim=-1).t()
     torch.clamp_min(0.5 + sims.max(1).values - sims.gather(1, gold[:, None]).squeeze(1), 0).sum().backward()
-    assert torch.allclose(g1, pred.grad, atol=1e-6)
+    assert torch.allclose(g1, raw.grad, atol=1e-6)
     assert torch.allclose(g1[0], torch.zeros(2))  # gold already nearest: no gradient (eq. 5 over all of V)
+
+
+def test_margin_scores_the_dropped_out_prediction_as_it_is():
+    """The authors' decoder normalises the prediction, drops it out and scores the raw dot
+    product with the (unit) table rows: dropout's 1/(1-p) scaling lengthens the vector, so the
+    margin of 0.5 is met sooner than on the cosine scale. Not normalised a second time."""
+    table = torch.tensor([[1.0, 0.0], [0.0, 2.0], [0.6, 0.8]])
+    unit = torch.tensor([[0.6, 0.8]])
+    dropped = unit / 0.7  # what dropout 0.3 makes of a vector whose entries all survive
+    gold = torch.tensor([0])
+    loss, neg = hardest_negative_margin(dropped, table, gold, margin=0.5, negative="nearest_other")
+    # s(p, e) = p . e/|e|: row 1 -> .8/.7, row 2 -> 1/.7 (the nearest other), gold row 0 -> .6/.7
+    assert neg.tolist() == [2]
+    assert loss.item() == pytest.approx(0.5 + 1.0 / 0.7 - 0.6 / 0.7, abs=1e-6)  # 1.0714, cosines give 0.9
+    cosine, _ = hardest_negative_margin(unit, table, gold, margin=0.5, negative="nearest_other")
+    assert cosine.item() == pytest.approx(0.5 + 1.0 - 0.6, abs=1e-6)
 
 
 def test_intruder_negative_by_hand():
     """Lazaridou et al.'s intruder: close to the prediction and far from the gold word's vector:
     argmax_{w != y} cos(p, e(w)) - cos(e(w), e(y))."""
     table = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.6, -0.8], [0.0, 1.0]])
-    pred = torch.tensor([[0.8, 0.2]])
+    pred = torch.nn.functional.normalize(torch.tensor([[0.8, 0.2]]), dim=-1)
     gold = torch.tensor([0])
     p = np.array([0.8, 0.2]) / np.hypot(0.8, 0.2)
     rows = table.numpy()

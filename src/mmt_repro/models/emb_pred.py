@@ -171,23 +171,27 @@ class OursConfig(ImagConfig, EmbOutConfig):
 
 def hardest_negative_margin(pred: torch.Tensor, table: torch.Tensor, gold: torch.Tensor, margin: float,
                             negative: str = "vocab", chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eq. 4 per row, ``max(0, gamma + cos(p, e(w-)) - cos(p, e(y)))``, with the negative ``w-``:
+    """Eq. 4 per row, ``max(0, gamma + s(p, e(w-)) - s(p, e(y)))`` with ``s(p, e) = p . e/|e|``,
+    with the negative ``w-``:
 
-    * ``vocab`` (eq. 5 as printed): ``argmax_w cos(p, e(w)) - cos(p, e(y))`` over all of V, i.e.
+    * ``vocab`` (eq. 5 as printed): ``argmax_w s(p, e(w)) - s(p, e(y))`` over all of V, i.e.
       the row of ``table`` nearest to ``p`` (the gold word included: then the hinge is gamma);
     * ``nearest_other``: the nearest row other than ``y``;
     * ``intruder`` (Lazaridou et al. 2015, as the paper's text describes ``w-``: "close to the
       predicted embedding and far from the gold embedding"):
-      ``argmax_{w != y} cos(p, e(w)) - cos(e(w), e(y))``.
+      ``argmax_{w != y} s(p, e(w)) - cos(e(w), e(y))``.
 
-    ``pred (N, dim)`` (unit-normalised here), ``table (V, dim)`` (read without gradient,
-    rows normalised; zero rows score 0), ``gold (N,)``. Returns the loss per row ``(N,)`` and
-    the negative ids ``(N,)``. The argmax is found under ``no_grad`` in chunks of rows, so no
-    ``N x V`` tensor is kept for the backward pass: the gradient of the max flows to its
-    argmax only, which is what the two gathered rows give."""
+    ``pred (N, dim)`` is scored as given: a unit vector makes ``s`` the cosine. The model passes
+    its unit-normalised prediction after dropout, which is longer than one while training, as
+    the authors' decoder scores it (the paper leaves ``d`` open; deviation 11 of
+    docs/emb_pred.md). ``table (V, dim)``: read without gradient, rows normalised (zero rows
+    score 0); ``gold (N,)``. Returns the loss per row ``(N,)`` and the negative ids ``(N,)``.
+    The argmax is found under ``no_grad`` in chunks of rows, so no ``N x V`` tensor is kept for
+    the backward pass: the gradient of the max flows to its argmax only, which is what the two
+    gathered rows give."""
     if negative not in NEGATIVES:
         raise ValueError(f"negative={negative!r}; valid: {', '.join(NEGATIVES)}")
-    p = F.normalize(pred, dim=-1)
+    p = pred
     t = F.normalize(table.detach(), dim=-1)
     with torch.no_grad():
         neg = torch.empty_like(gold)
@@ -359,6 +363,7 @@ class _EmbPredBase(MMTModel):
             hidden = F.dropout(flat, c.dropout_out, self.training)
             return linear_cross_entropy(hidden, self.out2prob.weight, self.out2prob.bias, gold, ignore_index=pad), {}
         keep = gold != pad
+        # unit length, then dropout, scored as it is (not normalised again): the authors' decoder
         pred = F.dropout(F.normalize(flat[keep], dim=-1), c.dropout_out, self.training)
         loss, neg = hardest_negative_margin(pred, self.target_table(), gold[keep], c.margin, negative=c.negative)
         return loss.sum(), {"nearest_is_gold": (neg == gold[keep]).float().mean().detach()}
