@@ -207,12 +207,49 @@ def test_every_rule_names_its_stage_and_the_one_environment():
         blocks = re.split(r"\n(?=[ \t]*rule(?:\s+\w+)?\s*:)", smk.read_text(encoding="utf-8"))
         for block in blocks[1:]:
             rules += 1
-            stage = re.search(r'code=code\("(\w+)"\)', block)
+            stage = re.search(r'code=code\("(\w+)", "(\w+\.py)"\)', block)
             assert stage and stage.group(1) in STAGES, block[:200]
+            # the script the code version hashes is the one the rule runs
+            script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"\n', block)
+            assert script and script.group(1) == stage.group(2), block[:200]
             assert re.search(r"conda:\n\s+ENV\n", block) and re.search(r"container:\n\s+CONTAINER\n", block), block[:200]
     assert rules >= 49
     common = (REPO / "workflow" / "rules" / "common.smk").read_text(encoding="utf-8")
     assert 'ENV = str(Path(workflow.basedir) / "envs" / "mmt-repro.yaml")' in common
+
+
+def test_an_edit_to_a_rules_script_re_plans_that_scripts_rules_only(tmp_path):
+    """A rule's code version hashes its own script (workflow/scripts/), not where the checkout
+    is: a copy elsewhere gives the same version; a comment changes nothing; a changed call
+    changes the version of the rules that run that script, not of the stage's other rules."""
+    scripts = tmp_path / "scripts"
+    shutil.copytree(REPO / "workflow" / "scripts", scripts)
+    clear_caches()
+    tokenize, bpe = scripts / "tokenize.py", scripts / "apply_bpe.py"
+    before = code_version("text", script=tokenize), code_version("text", script=bpe)
+    assert before[0] != before[1] != code_version("text")
+    assert before[0] == code_version("text", script=REPO / "workflow" / "scripts" / "tokenize.py")
+    tokenize.write_text(tokenize.read_text(encoding="utf-8") + "# a comment\n", encoding="utf-8")
+    clear_caches()
+    assert code_version("text", script=tokenize) == before[0]
+    tokenize.write_text(tokenize.read_text(encoding="utf-8") + "_edited = 1\n", encoding="utf-8")
+    clear_caches()
+    assert code_version("text", script=tokenize) != before[0]
+    assert code_version("text", script=bpe) == before[1]
+    with pytest.raises(ValueError, match="no workflow script"):
+        code_version("text", script=scripts / "missing.py")
+    clear_caches()
+
+
+def test_the_workflow_profile_leaves_snakemakes_script_trigger_out():
+    """Snakemake's own `code` trigger re-runs every job of a script newer than its outputs (all
+    of them in a fresh checkout); the `code` params decide instead. Snakemake finds the profile
+    at profiles/default beside the Snakefile."""
+    from mmt_repro.io import parse_yaml
+
+    profile = parse_yaml((REPO / "profiles" / "default" / "config.yaml").read_text(encoding="utf-8"))
+    assert sorted(profile["rerun-triggers"]) == ["input", "mtime", "params", "software-env"]
+    assert (REPO / "profiles").resolve() == (REPO / "workflow" / "profiles").resolve()
 
 
 def test_every_job_kind_has_a_stage_and_a_runner():

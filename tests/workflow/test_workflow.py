@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -358,7 +359,8 @@ def test_every_row_names_its_runs_and_each_run_its_job(smoke_run):
             assert record["job"]["kind"] == "train" and record["job"]["best"] == checkpoint
             assert record["model_config_resolved"] and record["settings_hash"]
             # the rule's `code` param as planned (run_job.py passes it; recomputing cost each job ~0.7 s)
-            assert record["code_version"] == code_version("train", record["job"]["model"], record["job"]["paper"])
+            assert record["code_version"] == code_version("train", record["job"]["model"], record["job"]["paper"],
+                                                         script=REPO / "workflow" / "scripts" / "run_job.py")
             assert record["code"]["trained_by"] == [record["code_version"]] and record["code"]["restored_by"] is None
     bwd = table[(table["paper"] == "visual_agreement") & (table["system"] == "soft_bwd") & (table["ours"] != "")]
     assert set(bwd["runs"]) == {"results/models/visual_agreement/soft/grounded.en-de.seed1.best.pt"}
@@ -434,6 +436,36 @@ def test_re_runs_follow_the_code_that_decides_each_output(smoke_run, tmp_path):
     assert "tokenize" in {rule for rule, _, _ in changed}
     assert not {"train_model", "translate"} & {rule for rule, _, _ in changed}
     assert {"tokenize", "train_model", "translate", "score", "make_table"} <= {rule for rule, _, _ in jobs}
+
+
+@pytest.mark.e2e
+def test_a_fresh_checkout_elsewhere_re_runs_nothing(smoke_run, tmp_path):
+    """The smoke run's folder planned from a copy of the checkout at another path, every file of
+    it newer than every output (a fresh clone): nothing to do. Code versions hash modules and
+    scripts by their text, the repository's files are read through the run folder's copies
+    (rule repo_file), where the inputs are fetched from is not compared, and Snakemake's
+    script-newer-than-output trigger is off (profiles/default)."""
+    checkout = tmp_path / "elsewhere" / "checkout"
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                            capture_output=True, text=True, timeout=60, check=True).stdout.split("\0")
+    for rel in filter(None, listed):
+        src, dst = REPO / rel, checkout / rel
+        if not (src.is_symlink() or src.is_file()):
+            continue  # deleted in the work tree
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), dst)
+        else:
+            shutil.copy(src, dst)  # content, not times: every file is new
+    if (REPO.parent / "shared").exists():
+        (checkout.parent / "shared").symlink_to(REPO.parent / "shared")
+    env = dict(os.environ, PYTHONPATH=str(checkout / "src"), PYTHONUNBUFFERED="1")
+    res = subprocess.run([*SNAKEMAKE, "--snakefile", str(checkout / "Snakefile"), "all", "-n", "--directory",
+                          str(smoke_run), "--configfile", str(checkout / "config" / "smoke.yaml")], cwd=checkout,
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert "workflow specific profile" in res.stderr, res.stderr[-2000:]
+    assert _planned_jobs(res.stdout) == [], res.stdout[-3000:]
 
 
 @pytest.mark.e2e

@@ -20,7 +20,7 @@ rule learn_alignment:
         CONTAINER
     params:
         job=PLAN.alignment_jobs.model_params,
-        code=code("alignment"),
+        code=code("alignment", "run_job.py"),
     script:
         "../scripts/run_job.py"
 
@@ -40,7 +40,7 @@ rule align:
         CONTAINER
     params:
         job=PLAN.alignment_jobs.params,
-        code=code("alignment"),
+        code=code("alignment", "run_job.py"),
     script:
         "../scripts/run_job.py"
 
@@ -69,6 +69,6 @@ rule select_alignment_layer:
         gpu=PLAN.gpu_count,
     params:
         device=config["device"],
-        code=code("layer_choice"),
+        code=code("layer_choice", "select_alignment_layer.py"),
     script:
         "../scripts/select_alignment_layer.py"

@@ -19,6 +19,6 @@ rule assemble_backtranslation:
         CONTAINER
     params:
         job=PLAN.backtranslation_jobs.params,
-        code=code("backtranslation"),
+        code=code("backtranslation", "run_job.py"),
     script:
         "../scripts/run_job.py"

@@ -82,13 +82,18 @@ ENV = str(Path(workflow.basedir) / "envs" / "mmt-repro.yaml")
 CONTAINER = config.get("container") or None
 
 
-def code(stage):
+def code(stage, script):
     """The `code` param of a rule: the hash of the modules that decide its stage's outputs
     (mmt_repro.plan_tools.version.STAGES; comments and docstrings do not count), for a training,
-    a decoding or an analysis its own model's too. Snakemake re-runs a job whose `code` changed
-    (a param change; `--rerun-triggers mtime input` leaves params, and so code versions, out).
+    a decoding or an analysis its own model's too, and of the rule's script (workflow/scripts/).
+    Snakemake re-runs a job whose `code` changed (a param change; `--rerun-triggers mtime input`
+    leaves params, and so code versions, out). Snakemake's own `code` trigger, a script newer
+    than the outputs, is off in the workflow profile (workflow/profiles/default): in a fresh
+    checkout every script is newer than every output.
     """
-    return code_param(PLAN, stage)
+    return code_param(
+        PLAN, stage, Path(workflow.basedir) / "workflow" / "scripts" / script
+    )
 
 
 def onstart_check_models(log=None):

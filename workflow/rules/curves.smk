@@ -32,7 +32,7 @@ rule make_curves:
         CONTAINER
     params:
         job=PLAN.curves_jobs.params,
-        code=code("curves"),
+        code=code("curves", "run_job.py"),
     script:
         "../scripts/run_job.py"
 

@@ -39,7 +39,7 @@ for _k, ((_splits, _langs), _names) in enumerate(GROUNDED_LAYOUTS.items()):
             image_size=PLAN.dataset_value("image_size"),
             langs=list(_langs),
             objects=PLAN.dataset_value("objects", "same"),
-            code=code("grounded"),
+            code=code("grounded", "generate_grounded.py"),
         script:
             "../scripts/generate_grounded.py"
 
@@ -70,7 +70,7 @@ rule generate_comparable:
     params:
         per_image=PLAN.data.comparable_per_image,
         seed=PLAN.dataset_value("generator_seed"),
-        code=code("grounded"),
+        code=code("grounded", "generate_comparable.py"),
     script:
         "../scripts/generate_comparable.py"
 
@@ -91,11 +91,35 @@ rule fetch_input:
     container:
         CONTAINER
     params:
-        mirror=PLAN.config_path("inputs", "mirror"),
+        # where a checked file comes from decides nothing: not compared (mmt_repro.plan.data)
+        mirror=PLAN.data.mirror_dir,
         local=PLAN.data.local_input_dir,
-        code=code("fetch"),
+        code=code("fetch", "fetch_input.py"),
     script:
         "../scripts/fetch_input.py"
+
+
+# A file of the repository that a job reads (config/published_results.tsv, a paper's word list),
+# copied into the run folder: jobs name the copy, by the same path wherever the checkout is, and
+# the copy is redone when the file's bytes change (its sha256 param).
+rule repo_file:
+    output:
+        "results/repo/{file}",
+    log:
+        "results/logs/repo_file/{file}.log",
+    wildcard_constraints:
+        file=r"config/.+",
+    localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        source=PLAN.data.repo_file_source,
+        sha256=PLAN.data.repo_file_sha256,
+        code=code("fetch", "copy_repo_file.py"),
+    script:
+        "../scripts/copy_repo_file.py"
 
 
 # Multi30k task 1: any split and language that datasets.<name>.splits/langs configure (checked
@@ -122,7 +146,7 @@ rule prepare_multi30k:
     container:
         CONTAINER
     params:
-        code=code("corpora"),
+        code=code("corpora", "prepare_multi30k.py"),
     script:
         "../scripts/prepare_multi30k.py"
 
@@ -144,7 +168,7 @@ rule prepare_multi30k_image_list:
     container:
         CONTAINER
     params:
-        code=code("corpora"),
+        code=code("corpora", "prepare_multi30k_image_list.py"),
     script:
         "../scripts/prepare_multi30k_image_list.py"
 
@@ -166,7 +190,7 @@ rule prepare_multi30k_comparable:
     container:
         CONTAINER
     params:
-        code=code("corpora"),
+        code=code("corpora", "prepare_multi30k_comparable.py"),
     script:
         "../scripts/prepare_multi30k_comparable.py"
 
@@ -187,7 +211,7 @@ rule prepare_multi30k_comparable_image_list:
     container:
         CONTAINER
     params:
-        code=code("corpora"),
+        code=code("corpora", "prepare_multi30k_comparable_image_list.py"),
     script:
         "../scripts/prepare_multi30k_comparable_image_list.py"
 
@@ -207,7 +231,7 @@ rule prepare_wmt15:
     container:
         CONTAINER
     params:
-        code=code("corpora"),
+        code=code("corpora", "prepare_wmt15.py"),
     script:
         "../scripts/prepare_wmt15.py"
 
@@ -238,7 +262,7 @@ for _dataset in PLAN.data.prepared_corpora:
         params:
             dataset=_dataset,
             settings=PLAN.dataset_config(_dataset),
-            code=code("corpora"),
+            code=code("corpora", "prepare_corpus.py"),
         script:
             "../scripts/prepare_corpus.py"
 
@@ -260,7 +284,7 @@ rule corpus_stats:
         files=PLAN.data.stats_files,
         image_lists=PLAN.data.stats_image_lists,
         train_split=PLAN.data.stats_train_split,
-        code=code("corpora"),
+        code=code("corpora", "corpus_stats.py"),
     script:
         "../scripts/corpus_stats.py"
 
@@ -280,7 +304,7 @@ rule gather_stats:
     container:
         CONTAINER
     params:
-        code=code("corpora"),
+        code=code("corpora", "gather_stats.py"),
     script:
         "../scripts/gather_stats.py"
 
@@ -321,6 +345,6 @@ for _name, _layout in PLAN.layout.items():
             n_frames=PLAN.dataset_config(_name).get("frames", 16),
             langs=list(_layout["langs"]),
             time_shuffled=dict(PLAN.dataset_config(_name).get("time_shuffled") or {}),
-            code=code("grounded"),
+            code=code("grounded", "generate_grounded_video.py"),
         script:
             "../scripts/generate_grounded_video.py"

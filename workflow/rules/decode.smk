@@ -25,6 +25,6 @@ rule translate:
         gpu=PLAN.gpu_count,
     params:
         job=PLAN.translate_jobs.params,
-        code=code("translate"),
+        code=code("translate", "run_job.py"),
     script:
         "../scripts/run_job.py"

@@ -23,7 +23,7 @@ rule train_word_vectors:
         runtime=120,
     params:
         settings=PLAN.vectors.training,
-        code=code("embeddings"),
+        code=code("embeddings", "train_word_vectors.py"),
     script:
         "../scripts/train_word_vectors.py"
 
@@ -48,6 +48,6 @@ rule build_embedding_table:
         runtime=60,
     params:
         settings=PLAN.vectors.table_settings,
-        code=code("embeddings"),
+        code=code("embeddings", "build_embedding_table.py"),
     script:
         "../scripts/build_embedding_table.py"

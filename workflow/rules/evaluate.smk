@@ -17,7 +17,7 @@ rule score:
         CONTAINER
     params:
         job=PLAN.score_jobs.params,
-        code=code("score"),
+        code=code("score", "run_job.py"),
     script:
         "../scripts/run_job.py"
 
@@ -43,7 +43,7 @@ rule dump_attention:
         gpu=PLAN.gpu_count,
     params:
         job=PLAN.attention_jobs.params,
-        code=code("translate"),
+        code=code("translate", "run_job.py"),
     script:
         "../scripts/run_job.py"
 
@@ -63,6 +63,6 @@ rule analyse:
         CONTAINER
     params:
         job=PLAN.analyse_jobs.params,
-        code=code("analyse"),
+        code=code("analyse", "run_job.py"),
     script:
         "../scripts/run_job.py"

@@ -20,7 +20,7 @@ rule list_media:
         CONTAINER
     params:
         folder=PLAN.features.media_folder,
-        code=code("corpora"),
+        code=code("corpora", "list_media.py"),
     script:
         "../scripts/list_media.py"
 
@@ -56,7 +56,7 @@ rule extract_features:
         image_size=PLAN.features.feature_param("image_size"),
         batch_size=32,
         device=config["device"],
-        code=code("features"),
+        code=code("features", "extract_features.py"),
     script:
         "../scripts/extract_features.py"
 
@@ -97,7 +97,7 @@ rule extract_regions:
         max_size=PLAN.features.feature_param("max_size", None),
         given_boxes=PLAN.features.given_boxes_file,
         device=config["device"],
-        code=code("features"),
+        code=code("features", "extract_regions.py"),
     script:
         "../scripts/extract_regions.py"
 
@@ -132,7 +132,7 @@ rule extract_video:
         crop_size=PLAN.features.feature_param("crop_size", 224),
         batch_size=PLAN.features.feature_param("batch_size", 8),
         device=config["device"],
-        code=code("features"),
+        code=code("features", "extract_video.py"),
     script:
         "../scripts/extract_video.py"
 
@@ -159,7 +159,7 @@ rule import_features:
         layer=PLAN.features.feature_param("layer", None),
         max_boxes=PLAN.features.feature_param("max_boxes", 36),
         n_segments=PLAN.features.feature_param("n_segments", None),
-        code=code("features"),
+        code=code("features", "import_features.py"),
     script:
         "../scripts/import_features.py"
 
@@ -186,7 +186,7 @@ rule import_regions:
         kind=PLAN.features.feature_param("import"),
         src=PLAN.features.pretrained_source,
         max_boxes=PLAN.features.feature_param("max_boxes", 36),
-        code=code("features"),
+        code=code("features", "import_regions.py"),
     script:
         "../scripts/import_regions.py"
 
@@ -213,7 +213,7 @@ rule constant_features:
         n_regions=PLAN.features.feature_param("max_boxes", 36),
         dim=PLAN.features.feature_param("dim", 2048),
         value=PLAN.features.feature_param("value", 0.0),
-        code=code("features"),
+        code=code("features", "constant_features.py"),
     script:
         "../scripts/constant_features.py"
 
@@ -238,7 +238,7 @@ rule standardize_features:
     container:
         CONTAINER
     params:
-        code=code("features"),
+        code=code("features", "standardize_features.py"),
     script:
         "../scripts/standardize_features.py"
 
@@ -265,7 +265,7 @@ rule standardize_regions:
     container:
         CONTAINER
     params:
-        code=code("features"),
+        code=code("features", "standardize_features.py"),
     script:
         "../scripts/standardize_features.py"
 
@@ -290,6 +290,6 @@ rule center_features:
     container:
         CONTAINER
     params:
-        code=code("features"),
+        code=code("features", "center_features.py"),
     script:
         "../scripts/center_features.py"

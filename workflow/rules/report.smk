@@ -26,7 +26,7 @@ rule table_html:
         title=lambda w: f"{w.paper} / {w.table}: ours beside the paper",
         caption="ours = mean over seeds (± sample std); paper = the published value; verdict: "
         "within two of the paper's standard deviations (±0.5 without a spread).",
-        code=code("report"),
+        code=code("report", "render_html.py"),
     script:
         "../scripts/render_html.py"
 
@@ -53,7 +53,7 @@ rule all_html:
         kind="table",
         title="All tables (results/tables/all.tsv)",
         caption="Every paper's tables gathered; the same columns as each table.",
-        code=code("report"),
+        code=code("report", "render_html.py"),
     script:
         "../scripts/render_html.py"
 
@@ -84,6 +84,6 @@ rule data_html:
             f"Vocabularies of {w.report.split('/')[-1]}: sizes, merges, <unk> rates",
         ),
         caption="",
-        code=code("report"),
+        code=code("report", "render_html.py"),
     script:
         "../scripts/render_html.py"

@@ -16,7 +16,7 @@ rule test_significance:
         CONTAINER
     params:
         job=PLAN.significance_jobs.params,
-        code=code("significance"),
+        code=code("significance", "run_job.py"),
     script:
         "../scripts/run_job.py"
 
@@ -37,7 +37,7 @@ rule make_table:
         CONTAINER
     params:
         job=PLAN.table_jobs.params,
-        code=code("tables"),
+        code=code("tables", "run_job.py"),
     script:
         "../scripts/run_job.py"
 
@@ -58,7 +58,7 @@ rule gather_tables:
     container:
         CONTAINER
     params:
-        code=code("tables"),
+        code=code("tables", "gather_tables.py"),
     script:
         "../scripts/gather_tables.py"
 
@@ -85,7 +85,7 @@ rule plot_scores:
     container:
         CONTAINER
     params:
-        code=code("report"),
+        code=code("report", "plot_scores.py"),
     script:
         "../scripts/plot_scores.py"
 
@@ -114,7 +114,7 @@ rule plot_attention:
     params:
         index=PLAN.figures.sentence,
         plot=PLAN.figures.plot,
-        code=code("report"),
+        code=code("report", "plot_attention.py"),
     script:
         "../scripts/plot_attention.py"
 
@@ -141,6 +141,6 @@ rule plot_rare_words:
     container:
         CONTAINER
     params:
-        code=code("report"),
+        code=code("report", "plot_rare_words.py"),
     script:
         "../scripts/plot_rare_words.py"

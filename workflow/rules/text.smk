@@ -18,7 +18,7 @@ rule tokenize:
     container:
         CONTAINER
     params:
-        code=code("text"),
+        code=code("text", "tokenize.py"),
     script:
         "../scripts/tokenize.py"
 
@@ -37,7 +37,7 @@ rule tokenize_captions:
     container:
         CONTAINER
     params:
-        code=code("text"),
+        code=code("text", "tokenize.py"),
     script:
         "../scripts/tokenize.py"
 
@@ -58,7 +58,7 @@ rule learn_wordpiece:
     container:
         CONTAINER
     params:
-        code=code("text"),
+        code=code("text", "learn_wordpiece.py"),
     script:
         "../scripts/learn_wordpiece.py"
 
@@ -78,7 +78,7 @@ rule learn_bpe:
         CONTAINER
     params:
         symbols=PLAN.text.bpe_symbols,
-        code=code("text"),
+        code=code("text", "learn_bpe.py"),
     script:
         "../scripts/learn_bpe.py"
 
@@ -98,7 +98,7 @@ rule apply_bpe:
     container:
         CONTAINER
     params:
-        code=code("text"),
+        code=code("text", "apply_bpe.py"),
     script:
         "../scripts/apply_bpe.py"
 
@@ -120,7 +120,7 @@ rule build_vocab:
         min_freq=PLAN.text.vocab_min_freq,
         max_size=PLAN.text.vocab_max_size,
         wordpiece=PLAN.text.vocab_is_wordpiece,
-        code=code("text"),
+        code=code("text", "build_vocab.py"),
     script:
         "../scripts/build_vocab.py"
 
@@ -140,7 +140,7 @@ rule apply_bpe_corpus:
     container:
         CONTAINER
     params:
-        code=code("text"),
+        code=code("text", "apply_bpe.py"),
     script:
         "../scripts/apply_bpe.py"
 
@@ -165,6 +165,6 @@ rule vocab_report:
     params:
         rows=PLAN.text.vocab_report_rows,
         max_len=PLAN.text.recipe_max_len,
-        code=code("text"),
+        code=code("text", "vocab_report.py"),
     script:
         "../scripts/vocab_report.py"

@@ -40,7 +40,7 @@ rule train_model:
         gpu=PLAN.gpu_count,
     params:
         job=PLAN.train_jobs.params,
-        code=code("train"),
+        code=code("train", "run_job.py"),
     script:
         "../scripts/run_job.py"
 
@@ -62,6 +62,6 @@ rule task_checkpoint:
     container:
         CONTAINER
     params:
-        code=code("task_checkpoint"),
+        code=code("task_checkpoint", "task_checkpoint.py"),
     script:
         "../scripts/task_checkpoint.py"

@@ -246,6 +246,22 @@ def fetch_input_file(
             "verified": bool(f.sha256), "lines": lines}
 
 
+def copy_repo_file(source: str | Path, out: str | Path, sha256: str) -> dict:
+    """Copy a file of the repository (``source``: config/published_results.tsv, a paper's word
+    list) into the run folder (``out``, results/repo/...), checked against the ``sha256`` the
+    plan read: the copy is what the plan compared, or the job stops."""
+    source, out = Path(source), Path(out)
+    if not source.is_file():
+        raise DataError(source, "the repository file a job reads is missing", "restore it (git checkout -- <file>)")
+    with atomic_path(out) as tmp, open(source, "rb") as src:
+        digest = _copy_hashing(src, tmp)
+        if digest != sha256:
+            raise DataError(source, f"changed while the workflow ran (sha256 {digest}, planned {sha256})",
+                            "run snakemake again: the copy and what reads it are redone")
+    log.info("%s <- %s (sha256 %s)", out, source, digest)
+    return {"source": str(source), "sha256": digest}
+
+
 def request_only_path(input_name: str, configured: str | Path | None, manifest: Manifest | None = None) -> Path:
     """The configured local path of a request-only input (images, videos, checkpoints), or the
     error saying where to request it and which key to set."""

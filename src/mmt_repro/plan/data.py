@@ -3,10 +3,14 @@ statistics."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..config import ConfigError
+from ..corpora.fetch import sha256_of
 from ..corpora.prepare import SOURCES as CORPUS_SOURCES
 from ..corpora.prepare import corpus_plan
 from ..corpora.wmt import WMT15_ARCHIVES
+from ..io import DataError
 from .lookup import Lookup
 from .paths import path
 
@@ -54,9 +58,33 @@ class DataInputs:
 
         return gold_pairs(langs)
 
-    def local_input_dir(self, wildcards):
+    # Where a checked file is fetched from does not decide its bytes (the manifest's sha256 does):
+    # these params are Path objects, which Snakemake leaves out of the params it compares (it
+    # compares only what it can represent: strings, numbers, containers), so a new checkout or a
+    # moved mirror re-runs no fetch.
+    @property
+    def mirror_dir(self) -> Path | None:
+        """The local mirror of the inputs (`inputs.mirror`), resolved; None when unset."""
+        found = self.look.config_path("inputs", "mirror")
+        return Path(found) if found else None
+
+    def local_input_dir(self, wildcards) -> Path | None:
         """The per-input local folder (`inputs.local.<input>`), resolved; None when unset."""
-        return self.look.config_path("inputs", "local", wildcards.input)
+        found = self.look.config_path("inputs", "local", wildcards.input)
+        return Path(found) if found else None
+
+    def repo_file_source(self, wildcards) -> Path:
+        """The repository file a run folder's copy (rule repo_file) is made from (a Path: where
+        the checkout is decides nothing, see :attr:`mirror_dir`)."""
+        return self.look.repo / wildcards.file
+
+    def repo_file_sha256(self, wildcards) -> str:
+        """The sha256 of a repository file a job reads: its copy is redone when it changes."""
+        source = self.repo_file_source(wildcards)
+        if not source.is_file():
+            raise DataError(source, "a job reads this file of the repository and it is missing",
+                            "restore it (git checkout -- <file>) or fix the config entry that names it")
+        return sha256_of(source)
 
     def multi30k_file(self, kind: str):
         """The fetched task 1 file (resources/<input>/...) of the wildcards' split (and language)."""

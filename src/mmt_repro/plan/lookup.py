@@ -40,6 +40,10 @@ class PaperSettingsByName(dict):
         raise unknown_name("paper", paper, self, "the config (papers)")
 
 
+# Where a run folder holds its copies of the repository's files (rule repo_file).
+REPO_COPY = "results/repo/"
+
+
 class Lookup:
     """Config, settings and manifest, read and checked once (ConfigError/DataError otherwise),
     and the look-ups over them."""
@@ -59,7 +63,7 @@ class Lookup:
         # Splits and languages of the Multi30k and grounded datasets, checked against the config
         # and the manifest (an unknown one stops planning naming the key and the valid values).
         self.layout = dataset_layout(config, self.manifest)
-        self.published = str(self.repo / "config" / "published_results.tsv")
+        self.published = self.repo_copy("config/published_results.tsv")
         if check_names:  # the preflight (mmt_repro.plan_tools.preflight) collects them instead
             self.check_table_names()
 
@@ -68,6 +72,18 @@ class Lookup:
         """Paths in the config are relative to the repository unless absolute."""
         value = Path(value)
         return value if value.is_absolute() else self.repo / value
+
+    def repo_copy(self, rel: str) -> str:
+        """The run folder's copy of a file of the repository (rule repo_file): jobs name it by a
+        path that does not depend on where the checkout is, so a fresh checkout elsewhere
+        re-runs none of them."""
+        return f"{REPO_COPY}{Path(rel).as_posix()}"
+
+    def repo_source(self, path) -> Path:
+        """The repository file a run folder's copy (:meth:`repo_copy`) is made from; any other
+        path as it is (tools that read a job's inputs outside a run folder)."""
+        text = str(path)
+        return self.repo / text[len(REPO_COPY):] if text.startswith(REPO_COPY) else Path(text)
 
     def config_path(self, *keys):
         """A path from the config (None when unset), resolved against the repository."""
@@ -312,7 +328,9 @@ class Lookup:
     def run_path(self, value, wildcards) -> str:
         """A configured input path that may name the run's {paper}, {system}, {dataset}, {pair},
         {src}, {tgt} and {seed}: results/ and resources/ paths are the workflow's own; any other
-        relative path is a file of the repository (e.g. config/visual_agreement/visual_words.tsv)."""
+        relative path is a file of the repository (e.g. config/visual_agreement/visual_words.tsv),
+        read through the run folder's copy of it (:meth:`repo_copy`); an absolute path, or one
+        that leaves the repository, as it is."""
         values = {k: str(getattr(wildcards, k)) for k in ("paper", "system", "dataset", "pair", "seed")
                   if hasattr(wildcards, k)}
         if "pair" in values:
@@ -320,6 +338,8 @@ class Lookup:
         value = str(value).format_map(values)
         if value.startswith(("results/", "resources/")):
             return value
+        if not Path(value).is_absolute() and ".." not in Path(value).parts:
+            return self.repo_copy(value)
         return str(self.repo_path(value))
 
     # ------------------------------------------------------------------ a corpus's files

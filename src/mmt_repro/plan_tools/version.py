@@ -391,13 +391,17 @@ def source_digest(file: Path) -> bytes:
 
 
 @lru_cache(maxsize=None)
-def _hash(modules: tuple[str, ...], root: Path) -> str:
+def _hash(modules: tuple[str, ...], root: Path, script: Path | None = None) -> str:
     files = []
     for name in modules:
         file = _module_file(name, root)
         if file is None:
             raise ValueError(f"no module {name!r} under {root}")
         files.append((name, file))
+    if script is not None:  # the rule's own script, by its name (where the checkout is decides nothing)
+        if not script.is_file():
+            raise ValueError(f"no workflow script {script}")
+        files.append((f"script {script.name}", script))
     key = _cache_key(files)
     known = _cached(key)
     if known is not None:
@@ -466,25 +470,29 @@ def _remember(key: str, version: str) -> None:
         return
 
 
-def code_version(stage: str, model: str | None = None, paper: str | None = None, root: Path = ROOT) -> str:
+def code_version(stage: str, model: str | None = None, paper: str | None = None, root: Path = ROOT,
+                 script: Path | None = None) -> str:
     """``<stage>:<12 hex digits>``: the hash of the modules that decide the stage's outputs
-    (:func:`stage_modules`). A model registered outside the package (a paper's ``imports``) adds
-    nothing: its module is the paper's to version."""
-    return f"{stage}:{_hash(stage_modules(stage, model, paper, root), root)}"
+    (:func:`stage_modules`) and of the rule's ``script`` (workflow/scripts/<name>.py, the thin
+    adapter that calls them) where one is given. A model registered outside the package (a
+    paper's ``imports``) adds nothing: its module is the paper's to version."""
+    return f"{stage}:{_hash(stage_modules(stage, model, paper, root), root, script)}"
 
 
-def code_param(plan, stage: str):
-    """The ``code`` param of a rule of ``stage`` in ``plan`` (a ``mmt_repro.plan.Plan``): a
-    string, or for a stage whose output its model decides (training, decoding, analyses) a
-    function of the job's wildcards."""
+def code_param(plan, stage: str, script: Path | None = None):
+    """The ``code`` param of a rule of ``stage`` that runs ``script`` in ``plan`` (a
+    ``mmt_repro.plan.Plan``): a string, or for a stage whose output its model decides (training,
+    decoding, analyses) a function of the job's wildcards. Snakemake's own code trigger is off
+    (the workflow profile): it re-runs a script's jobs whenever the file is newer than their
+    outputs, so a fresh checkout re-ran every job."""
     if not STAGES[stage].per_model:
-        return code_version(stage)
-    return lambda wildcards: job_code_version(plan, stage, wildcards.paper, wildcards.system)
+        return code_version(stage, script=script)
+    return lambda wildcards: job_code_version(plan, stage, wildcards.paper, wildcards.system, script)
 
 
-def job_code_version(plan, stage: str, paper: str, system: str) -> str:
+def job_code_version(plan, stage: str, paper: str, system: str, script: Path | None = None) -> str:
     """The code version of a job of ``paper``'s ``system`` in ``stage`` (its model from the plan)."""
-    return code_version(stage, plan.model_of(paper, system), paper)
+    return code_version(stage, plan.model_of(paper, system), paper, script=script)
 
 
 def clear_caches() -> None:

@@ -40,7 +40,7 @@ def interim_table(plan, paper: str, table: str, folder: Path) -> pd.DataFrame:
     scored = [folder / f for f in job.inputs["scores"] if (folder / f).exists()]
     with tempfile.TemporaryDirectory() as tmp:
         df = make_table_from_files(
-            score_jsons=scored, paper=paper, table=table, published=Path(job.inputs["published"]),  # the repo's
+            score_jsons=scored, paper=paper, table=table, published=plan.repo_source(job.inputs["published"]),  # the repo's
             out_tsv=Path(tmp) / "table.tsv", unavailable_systems=dict(job.unavailable), note=job.note,
             not_comparable=dict(job.not_comparable), differences=dict(job.differences),
         )

@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -64,6 +65,10 @@ def _run_files(runs: str) -> list[str]:
         stem = ckpt[: -len(".best.pt")] if ckpt.endswith(".best.pt") else ckpt
         out += [f"{stem}.curve.tsv", f"{stem}.job.json"]
     return out
+
+
+# an absolute path into a Python environment's site-packages (a venv anywhere on the machine)
+_SITE_PACKAGES = re.compile(r'/[^"\s]*?/site-packages/')
 
 
 def _table_jobs(plan, tables) -> list[dict]:
@@ -149,7 +154,8 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
     staging = out_dir.with_name(f".{out_dir.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
     # absolute paths of the machine that ran (the METEOR jar in a score's details) are written
-    # relative to the repository or the run folder, so that the evidence reads the same anywhere
+    # relative to the repository or the run folder, and a Python environment's files from its
+    # site-packages/, so that the evidence reads the same anywhere
     local = sorted({f"{Path(plan.repo).resolve()}/", f"{run_dir.resolve()}/"}, key=len, reverse=True)
     for f in files:
         (staging / f).parent.mkdir(parents=True, exist_ok=True)
@@ -157,6 +163,7 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
             text = (run_dir / f).read_text(encoding="utf-8")
             for prefix in local:
                 text = text.replace(prefix, "")
+            text = _SITE_PACKAGES.sub("site-packages/", text)
             (staging / f).write_text(text, encoding="utf-8")
         else:
             shutil.copyfile(run_dir / f, staging / f)
@@ -299,7 +306,7 @@ def transcribed_reference(plan, targets, out_dir: Path, configfiles=(), reason: 
     jobs = _table_jobs(plan, tables)
     if has_scores:
         scores_from_transcript(out_dir, plan, jobs)
-    published = Path(jobs[0]["inputs"]["published"]) if jobs else Path("config/published_results.tsv")
+    published = plan.repo_source(jobs[0]["inputs"]["published"] if jobs else "config/published_results.tsv")
     record = {
         "name": out_dir.name, "purpose": purpose, "configfiles": [str(c) for c in configfiles], "targets": sorted(str(t) for t in targets),
         "evidence": "transcribed",
