@@ -314,3 +314,20 @@ def test_http_404_is_not_retried_and_names_every_url(tmp_path, site):
     assert f"{site.url}/also-gone/raw/train.en.gz: HTTP 404" in info.value.problem
     assert "`inputs.mirror` or `inputs.local.toy`" in info.value.fix
     assert [p for p, _ in site.log] == ["/gone/raw/train.en.gz", "/also-gone/raw/train.en.gz"]  # one try each
+
+
+def test_a_repository_file_is_copied_only_as_the_plan_saw_it(tmp_path):
+    """rule repo_file: the copy is checked against the sha256 planned; a file changed since
+    leaves no copy and says how to recover; a missing one names itself."""
+    from mmt_repro.corpora.fetch import copy_repo_file
+
+    src, out = tmp_path / "published.tsv", tmp_path / "run" / "results" / "repo" / "published.tsv"
+    src.write_text("paper\tvalue\n", encoding="utf-8")
+    copy_repo_file(src, out, sha256_of(src))
+    assert out.read_bytes() == src.read_bytes()
+    out.unlink()
+    with pytest.raises(DataError, match="changed while the workflow ran"):
+        copy_repo_file(src, out, "0" * 64)
+    assert not out.exists() and not list(out.parent.iterdir())
+    with pytest.raises(DataError, match="missing"):
+        copy_repo_file(tmp_path / "gone.tsv", out, "0" * 64)

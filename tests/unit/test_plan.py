@@ -12,7 +12,8 @@ from types import SimpleNamespace as W
 import pytest
 
 from mmt_repro.config import ConfigError, deep_update, load_yaml
-from mmt_repro.io import UnknownNameError
+from mmt_repro.corpora.fetch import sha256_of
+from mmt_repro.io import DataError, UnknownNameError
 from mmt_repro.plan import (
     AnalyseJob,
     Plan,
@@ -381,3 +382,21 @@ def test_a_calixto_vocabulary_learnt_without_wmt15_is_declared_beside_its_rows()
                                   "train, backtranslated, wmt15 (no system here trains on backtranslated, wmt15)")
     # the grounded check is ours, not the paper's data: no vocabulary difference there
     assert full.table_jobs.job(W(paper="doubly_attentive", table="grounded")).differences == {}
+
+
+def test_repository_files_are_read_through_the_run_folders_copy(smoke):
+    """A job names a repository file by its copy under results/repo/ (rule repo_file), the same
+    path wherever the checkout is; tools outside a run folder map the copy back; an absolute
+    path, or one that leaves the repository, stays as it is."""
+    w = W(paper="visual_agreement", system="mhca", dataset="grounded", pair="en-de", seed="1")
+    assert smoke.published == "results/repo/config/published_results.tsv"
+    assert smoke.repo_source(smoke.published) == REPO / "config" / "published_results.tsv"
+    copy = smoke.run_path("config/visual_agreement/visual_words.tsv", w)
+    assert copy == "results/repo/config/visual_agreement/visual_words.tsv"
+    assert smoke.run_path("results/vocab/{paper}/x.json", w) == "results/vocab/visual_agreement/x.json"
+    assert smoke.run_path("/data/words.tsv", w) == "/data/words.tsv"
+    assert smoke.run_path("../shared/words.tsv", w) == str(REPO / ".." / "shared" / "words.tsv")
+    assert smoke.data.repo_file_sha256(W(file="config/published_results.tsv")) == sha256_of(
+        REPO / "config" / "published_results.tsv")
+    with pytest.raises(DataError, match="missing"):
+        smoke.data.repo_file_sha256(W(file="config/no_such_file.tsv"))

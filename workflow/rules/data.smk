@@ -108,7 +108,9 @@ rule repo_file:
     log:
         "results/logs/repo_file/{file}.log",
     wildcard_constraints:
-        file=r"config/.+",
+        # any relative path a config names as a repository file (plan.lookup.Lookup.run_path),
+        # never one that leaves the repository
+        file=r"(?!/)(?!.*\.\./).+",
     localrule: True
     conda:
         ENV
