@@ -36,16 +36,15 @@ smoke: java-check $(STAMP)
 	$(BIN)/python -m mmt_repro show $(SMOKE_DIR)/results/tables/all.tsv
 
 # Every lane: unit, pipeline, e2e (smoke, stand-in paper) and slurm (a real single-node cluster,
-# which doubles as the determinism check). tests/conftest.py says which test is in which lane.
-# The fast lanes run on two pytest workers (pytest-xdist; one torch thread each, so that the two
-# never oversubscribe the cores); the e2e and slurm lanes run after them, one test at a time,
-# since they share one smoke run and a SLURM cluster and use both cores themselves (beside the
-# fast lanes, the slurm lane slows both: the cores are the limit).
+# which doubles as the determinism check), in one session on two pytest workers (pytest-xdist; one
+# torch thread a test). --dist loadgroup keeps the tests of one shared run on one worker
+# (tests/conftest.py names the groups) and hands out the largest group first: one worker starts
+# the smoke run (both cores) at once, the other runs the SLURM tests, which mostly wait for the
+# cluster, and every other test beside it. tests/conftest.py says which test is in which lane.
 FAST_LANES = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2
 
 test: java-check $(STAMP)
-	$(FAST_LANES) -m "not e2e and not slurm"
-	$(BIN)/python -m pytest -q --durations=25 -m "e2e or slurm"
+	$(FAST_LANES) --dist loadgroup --durations=25
 
 # Daily work: unit + pipeline (planning, data steps, error paths; no real training), < 3 min:
 # the tests marked `slow` (over ~10 s each: they train, run a DAG stage or Java) wait for `make test`.

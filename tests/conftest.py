@@ -10,9 +10,15 @@ Lanes (pytest markers, registered in pyproject.toml):
 - ``slurm``: the reduced DAG through a real single-node SLURM cluster, which doubles as the
   determinism check (byte-identical to the local run).
 
-A test without a lane marker gets one from its folder. ``make test`` runs every lane,
-``make test-fast`` runs ``unit`` and ``pipeline`` without the tests marked ``slow`` (over ~10 s
-idle each: they train, run a DAG stage or a Java scorer), which keeps it under 3 minutes.
+A test without a lane marker gets one from its folder. ``make test`` runs every lane in one
+session on two pytest workers (``--dist loadgroup``): the tests that read the one smoke run form
+the group ``smoke_run``, those of the SLURM cluster and its reference run the group ``slurm``, so
+each shared run is made once, on one worker. xdist hands out the largest group first, so one
+worker starts the smoke run (both cores, ~20 minutes) at once while the other takes the SLURM
+tests (mostly waiting for the cluster) and every other test beside it: the cores stay busy
+from start to end. ``make test-fast`` runs ``unit`` and ``pipeline`` without the tests marked
+``slow`` (over ~10 s idle each: they train, run a DAG stage or a Java scorer), which keeps it
+under 3 minutes.
 """
 
 from __future__ import annotations
@@ -29,10 +35,22 @@ SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 
 
 LANES = ("unit", "pipeline", "e2e", "slurm")
+# The session fixtures that make one shared run each (tests/workflow/conftest.py), and the xdist
+# group of the tests that use them: one worker makes the run and runs all its readers.
+SHARED_RUNS = {"smoke_run": "smoke_run", "slurm_cluster": "slurm", "reduced_local_run": "slurm"}
+
+
+def xdist_group_of(fixturenames) -> str | None:
+    """The xdist group of a test using ``fixturenames`` (None: the test runs anywhere)."""
+    groups = {SHARED_RUNS[name] for name in fixturenames if name in SHARED_RUNS}
+    if len(groups) > 1:
+        raise pytest.UsageError(f"a test reads shared runs of several groups {sorted(groups)}: make them one group")
+    return groups.pop() if groups else None
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every test is in exactly one lane: its own marker, else its folder's."""
+    """Every test is in exactly one lane: its own marker, else its folder's; a test that reads a
+    shared run is in that run's xdist group."""
     for item in items:
         marked = [lane for lane in LANES if item.get_closest_marker(lane)]
         if len(marked) > 1:
@@ -40,6 +58,9 @@ def pytest_collection_modifyitems(config, items):
         if not marked:
             folder = Path(str(item.fspath)).resolve().relative_to(REPO / "tests").parts[0]
             item.add_marker(pytest.mark.pipeline if folder == "workflow" else pytest.mark.unit)
+        group = xdist_group_of(getattr(item, "fixturenames", ()))
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def shared_dataset(name: str) -> Path:
