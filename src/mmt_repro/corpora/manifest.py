@@ -16,6 +16,7 @@ File layout of an entry (see the comment at the top of the manifest)::
         mirror_dir: multi30k/task1   # under the mirror root `inputs.mirror`
         files:
           raw/train.en.gz: {sha256: <hex>|null, lines: 29000}
+          release.tar.bz2: {sha256: null, md5: <hex>}   # md5: where a publisher lists only that
           some.tgz: {urls: [full URL, ...], sha256: null}
           feats.zip: {sha256: null, unpack: {into: feats, strip: feats/, expect: "*.npy"}}
                                      # unpacked by rule unpack_input into resources/<input>/feats/
@@ -49,6 +50,7 @@ _FILE_SCHEMA = {
     "additionalProperties": False,
     "properties": {
         "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
+        "md5": {"type": ["string", "null"], "pattern": "^[0-9a-f]{32}$"},
         "lines": {"type": "integer", "minimum": 0},
         "urls": {"type": "array", "items": {"type": "string"}, "minItems": 1},
         "unpack": {
@@ -108,6 +110,8 @@ class InputFile:
     #: an archive unpacked by rule unpack_input into resources/<input>/<into>/: the members under
     #: ``strip`` (prefix removed), at least one matching ``expect`` (corpora.unpack)
     unpack: dict | None = field(default=None, hash=False)
+    #: the md5 a publisher lists (e.g. Zenodo), checked by the fetch where no sha256 is known
+    md5: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,7 +193,7 @@ def _parse(path: Path, raw: dict, where: str | None = None) -> Manifest:
             unpack = spec.get("unpack")
             if unpack is not None:
                 unpack = {"into": unpack["into"], "strip": unpack.get("strip", ""), "expect": unpack.get("expect", "*")}
-            files[fname] = InputFile(name, fname, urls, spec.get("sha256"), spec.get("lines"), unpack)
+            files[fname] = InputFile(name, fname, urls, spec.get("sha256"), spec.get("lines"), unpack, spec.get("md5"))
         intos = [f.unpack["into"] for f in files.values() if f.unpack]
         clash = sorted({i for i in intos if intos.count(i) > 1} | {i for i in intos if i in files})
         if clash:
