@@ -316,6 +316,40 @@ def test_http_404_is_not_retried_and_names_every_url(tmp_path, site):
     assert [p for p, _ in site.log] == ["/gone/raw/train.en.gz", "/also-gone/raw/train.en.gz"]  # one try each
 
 
+def _md5_manifest(tmp_path: Path, md5: str, url: str) -> Path:
+    """An input whose publisher lists only an md5 (as Zenodo does), no sha256."""
+    path = tmp_path / "md5.yaml"
+    path.write_text(yaml.safe_dump({"inputs": {"feats": {
+        "title": "Toy features", "papers": ["visual_agreement"], "access": "download", "licence": "CC0",
+        "homepage": "https://example.org", "urls": [url], "mirror_dir": "feats",
+        "files": {"feats.tar.bz2": {"sha256": None, "md5": md5}}}}}))
+    return path
+
+
+def test_an_md5_the_publisher_lists_is_checked_where_no_sha256_is_known(tmp_path, site, monkeypatch):
+    data = b"BZh9 a toy archive"
+    mirror = tmp_path / "mirror"
+    (mirror / "feats").mkdir(parents=True)
+    (mirror / "feats" / "feats.tar.bz2").write_bytes(data)
+    good = load_manifest(_md5_manifest(tmp_path, hashlib.md5(data).hexdigest(), f"{site.url}/f"))
+    got = fetch_input_file("feats", "feats.tar.bz2", tmp_path / "a", mirror_root=mirror, manifest=good)
+    assert got["verified"] and got["sha256"] == hashlib.sha256(data).hexdigest()
+    site.files["/f/feats.tar.bz2"] = data  # downloaded: pooch checks the md5
+    assert fetch_input_file("feats", "feats.tar.bz2", tmp_path / "b", manifest=good)["verified"]
+    bad = load_manifest(_md5_manifest(tmp_path, "0" * 32, f"{site.url}/f"))
+    (tmp_path / "c").write_bytes(b"previous")
+    with pytest.raises(DataError, match=f"md5 mismatch for feats/feats.tar.bz2: expected {'0' * 32}, got "):
+        fetch_input_file("feats", "feats.tar.bz2", tmp_path / "c", mirror_root=mirror, manifest=bad)
+    monkeypatch.setattr("mmt_repro.corpora.fetch.RETRIES", 0)
+    with pytest.raises(DataError, match="md5 mismatch for feats/feats.tar.bz2 after 1 tries"):
+        fetch_input_file("feats", "feats.tar.bz2", tmp_path / "c", manifest=bad)
+    assert (tmp_path / "c").read_bytes() == b"previous"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(_md5_manifest(tmp_path, "abc", "x").read_text().replace("md5: abc", "md5: xyz"))
+    with pytest.raises(DataError, match="md5"):
+        load_manifest(broken)
+
+
 def test_a_repository_file_is_copied_only_as_the_plan_saw_it(tmp_path):
     """rule repo_file: the copy is checked against the sha256 planned; a file changed since
     leaves no copy and says how to recover; a missing one names itself."""

@@ -155,6 +155,24 @@ def test_truncated_gzip_names_the_file_and_says_fetch_again(tmp_path):
     assert not (tmp_path / "out" / "val.en").exists()  # nothing half-written
 
 
+def test_truncated_feature_archive_names_it_says_fetch_again_and_keeps_the_unpacked_folder(tmp_path):
+    import zipfile
+
+    from mmt_repro.corpora.unpack import unpack_archive
+
+    archive, out = tmp_path / "resources" / "vatex_i3d" / "trainval.zip", tmp_path / "resources" / "vatex_i3d" / "trainval"
+    archive.parent.mkdir(parents=True)
+    with zipfile.ZipFile(archive, "w") as zf:
+        for vid in ("_2zXAtOKXm0_000004_000014", "-0udK4I3Ke4_000030_000040"):
+            zf.writestr(f"trainval/{vid}.npy", b"\x93NUMPY" + bytes(200))
+    unpack_archive(archive, out, strip="trainval/", expect="*.npy")
+    archive.write_bytes(archive.read_bytes()[:150])
+    err = raises_data_error(unpack_archive, archive, out, strip="trainval/", expect="*.npy")
+    assert err.path == str(archive) and "corrupt or truncated" in err.problem
+    assert f"delete {archive} and run the workflow again" in err.fix and "fetch_input fetches it again" in err.fix
+    assert len(list(out.glob("*.npy"))) == 2  # what was unpacked before stays
+
+
 def test_file_with_a_lost_line_is_refused_by_its_line_count(tmp_path):
     gz = make_gz(tmp_path / "res" / "val.de.gz", lang="de")
     lines = gzip.decompress(gz.read_bytes()).decode().splitlines()

@@ -99,6 +99,38 @@ rule fetch_input:
         "../scripts/fetch_input.py"
 
 
+# An archive whose members jobs read as files (the manifest's `unpack`: VATEX's I3D zips, the
+# pysimt feature tarballs), unpacked into resources/<input>/<into>/ beside the download; a
+# feature set's `src` under that folder makes this job an input of its import.
+rule unpack_input:
+    input:
+        archive=PLAN.data.unpack_archive,
+    output:
+        directory("resources/{input}/{folder}"),
+    log:
+        "results/logs/unpack_input/{input}/{folder}.log",
+    benchmark:
+        "results/benchmarks/unpack_input/{input}/{folder}.tsv"
+    wildcard_constraints:
+        input=PLAN.data.unpack_inputs,
+        folder=PLAN.data.unpack_folders,
+    localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        strip=PLAN.data.unpack_param("strip"),
+        expect=PLAN.data.unpack_param("expect"),
+        code=code("unpack", "unpack_input.py"),
+    script:
+        "../scripts/unpack_input.py"
+
+
+# the unpacked folder resources/<input>/<into> is not a file of the input to fetch
+ruleorder: unpack_input > fetch_input
+
+
 # A file of the repository that a job reads (config/published_results.tsv, a paper's word list),
 # copied into the run folder: jobs name the copy, by the same path wherever the checkout is, and
 # the copy is redone when the file's bytes change (its sha256 param).

@@ -139,7 +139,7 @@ rule extract_video:
 
 rule import_features:
     input:
-        image_list=PATHS["image_list"],
+        unpack(PLAN.features.pretrained_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         index=f"{PATHS['features']}.index.parquet",
@@ -164,10 +164,11 @@ rule import_features:
         "../scripts/import_features.py"
 
 
-# The official bottom-up-attention region features (BUTD obj36): features and boxes.
+# The official bottom-up-attention region features (BUTD obj36): features and boxes. The
+# official files' folder is an input when the workflow unpacks it (rule unpack_input).
 rule import_regions:
     input:
-        image_list="results/data/{dataset}/image_splits/{split}.txt",
+        unpack(PLAN.features.pretrained_inputs),
     output:
         npy=f"{PATHS['features']}.npy",
         boxes=f"{PATHS['features']}.boxes.npy",

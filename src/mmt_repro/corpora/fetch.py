@@ -11,9 +11,9 @@ without internet never falls back to the network behind the user's back):
 3. the manifest URLs, tried in order.
 
 The file is copied or downloaded into a temporary file next to ``out`` while its sha256 is
-computed; it replaces ``out`` only when the hash (where the manifest knows it) and the line
-count (where declared) match. Downloads go through pooch (``Pooch.fetch``: the manifest's
-sha256 checked, ``RETRIES`` more tries after a network error or a damaged transfer) with
+computed; it replaces ``out`` only when the hash (where the manifest knows it: its sha256, or
+the md5 a publisher lists where no sha256 is known) and the line count (where declared) match.
+Downloads go through pooch (``Pooch.fetch``: the manifest's sha256, or md5, checked, ``RETRIES`` more tries after a network error or a damaged transfer) with
 :class:`ResumingDownloader`: a progress bar (tqdm, on stderr: the job's log), and a partial
 download kept as ``<out>.part`` that the next try (or the next run) continues with an HTTP
 ``Range`` request instead of starting over. ``file://`` URLs are copied. A mismatch, a missing local file, a failed download or a
@@ -48,6 +48,15 @@ PART_SUFFIX = ".part"
 def sha256_of(path: str | Path) -> str:
     """The sha256 of a file, read in 1 MiB chunks."""
     digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def md5_of(path: str | Path) -> str:
+    """The md5 of a file (publishers such as Zenodo list only that), read in 1 MiB chunks."""
+    digest = hashlib.md5(usedforsecurity=False)
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(CHUNK), b""):
             digest.update(chunk)
@@ -163,13 +172,16 @@ def _download_url(url: str, f: InputFile, tmp: Path, part: Path) -> str:
 
     downloader = ResumingDownloader(part, f"{f.input}/{f.name}")
     tmp.unlink(missing_ok=True)  # pooch downloads only what is not there yet
-    fetcher = pooch.create(path=tmp.parent, base_url="", registry={tmp.name: f"sha256:{f.sha256}" if f.sha256 else None},
+    known = f"sha256:{f.sha256}" if f.sha256 else (f"md5:{f.md5}" if f.md5 else None)
+    fetcher = pooch.create(path=tmp.parent, base_url="", registry={tmp.name: known},
                            urls={tmp.name: url}, retry_if_failed=RETRIES)
     try:
         fetcher.fetch(tmp.name, downloader=downloader)
-    except ValueError:
+    except ValueError as err:
         if f.sha256 and downloader.sha256 and downloader.sha256 != f.sha256:
             return downloader.sha256
+        if f.md5 and not f.sha256:
+            raise ValueError(f"md5 mismatch for {f.input}/{f.name} after {RETRIES + 1} tries, expected {f.md5} ({err})") from err
         raise
     return downloader.sha256 or sha256_of(tmp)
 
@@ -237,13 +249,18 @@ def fetch_input_file(
             raise DataError(source, f"sha256 mismatch for {input_name}/{file_name}: expected {f.sha256}, got {digest}",
                             "the copy is damaged or another version; delete it and fetch it again from the official "
                             "source (config/manifest.yaml lists the URLs); the previous output was kept")
-        if not f.sha256:
+        md5 = md5_of(tmp) if f.md5 and not f.sha256 else None
+        if md5 is not None and md5 != f.md5:
+            raise DataError(source, f"md5 mismatch for {input_name}/{file_name}: expected {f.md5}, got {md5}",
+                            "the copy is damaged or another version; delete it and fetch it again from the official "
+                            "source (config/manifest.yaml lists the URLs); the previous output was kept")
+        if not f.sha256 and md5 is None:
             log.warning("%s/%s has no sha256 in the manifest: fetched unchecked (sha256 %s)", input_name, file_name, digest)
         lines = _check_lines(tmp, f, source) if f.lines is not None else None
-    log.info("%s/%s <- %s (sha256 %s, %s)", input_name, file_name, source, digest,
-             "verified" if f.sha256 else "not verifiable")
+    checked = "verified" if f.sha256 else ("verified by its md5" if md5 is not None else "not verifiable")
+    log.info("%s/%s <- %s (sha256 %s, %s)", input_name, file_name, source, digest, checked)
     return {"input": input_name, "file": file_name, "source": source, "sha256": digest,
-            "verified": bool(f.sha256), "lines": lines}
+            "verified": bool(f.sha256) or md5 is not None, "lines": lines}
 
 
 def copy_repo_file(source: str | Path, out: str | Path, sha256: str) -> dict:

@@ -16,7 +16,10 @@ File layout of an entry (see the comment at the top of the manifest)::
         mirror_dir: multi30k/task1   # under the mirror root `inputs.mirror`
         files:
           raw/train.en.gz: {sha256: <hex>|null, lines: 29000}
+          release.tar.bz2: {sha256: null, md5: <hex>}   # md5: where a publisher lists only that
           some.tgz: {urls: [full URL, ...], sha256: null}
+          feats.zip: {sha256: null, unpack: {into: feats, strip: feats/, expect: "*.npy"}}
+                                     # unpacked by rule unpack_input into resources/<input>/feats/
 
 A run may add to it without editing the repository's file: the config key
 ``inputs.manifest_extra`` lists further manifest files (same layout) merged on top of
@@ -47,8 +50,19 @@ _FILE_SCHEMA = {
     "additionalProperties": False,
     "properties": {
         "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
+        "md5": {"type": ["string", "null"], "pattern": "^[0-9a-f]{32}$"},
         "lines": {"type": "integer", "minimum": 0},
         "urls": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "unpack": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["into"],
+            "properties": {
+                "into": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"},
+                "strip": {"type": "string"},
+                "expect": {"type": "string"},
+            },
+        },
     },
 }
 _SCHEMA = {
@@ -93,6 +107,11 @@ class InputFile:
     urls: tuple[str, ...]
     sha256: str | None = None
     lines: int | None = None
+    #: an archive unpacked by rule unpack_input into resources/<input>/<into>/: the members under
+    #: ``strip`` (prefix removed), at least one matching ``expect`` (corpora.unpack)
+    unpack: dict | None = field(default=None, hash=False)
+    #: the md5 a publisher lists (e.g. Zenodo), checked by the fetch where no sha256 is known
+    md5: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,7 +190,15 @@ def _parse(path: Path, raw: dict, where: str | None = None) -> Manifest:
         files = {}
         for fname, spec in (entry.get("files") or {}).items():
             urls = tuple(spec.get("urls") or (f"{base.rstrip('/')}/{fname}" for base in entry.get("urls", [])))
-            files[fname] = InputFile(name, fname, urls, spec.get("sha256"), spec.get("lines"))
+            unpack = spec.get("unpack")
+            if unpack is not None:
+                unpack = {"into": unpack["into"], "strip": unpack.get("strip", ""), "expect": unpack.get("expect", "*")}
+            files[fname] = InputFile(name, fname, urls, spec.get("sha256"), spec.get("lines"), unpack, spec.get("md5"))
+        intos = [f.unpack["into"] for f in files.values() if f.unpack]
+        clash = sorted({i for i in intos if intos.count(i) > 1} | {i for i in intos if i in files})
+        if clash:
+            raise DataError(where, f"input {name!r} unpacks into {', '.join(clash)} twice, or over one of its files",
+                            "give each archive's `unpack.into` a folder name of its own")
         if entry["access"] == "download" and not files:
             raise DataError(where, f"input {name!r} is downloadable but declares no files", "list its files under `files`")
         if entry["access"] != "download" and not (entry.get("request") and entry.get("config_key")):

@@ -11,7 +11,7 @@ from ..corpora.prepare import SOURCES as CORPUS_SOURCES
 from ..corpora.prepare import corpus_plan
 from ..corpora.wmt import WMT15_ARCHIVES
 from ..io import DataError
-from .lookup import Lookup
+from .lookup import Lookup, pattern
 from .paths import path
 
 
@@ -85,6 +85,37 @@ class DataInputs:
             raise DataError(source, "a job reads this file of the repository and it is missing",
                             "restore it (git checkout -- <file>) or fix the config entry that names it")
         return sha256_of(source)
+
+    # ------------------------------------------------------------------ unpacked archives
+    @property
+    def unpacked(self) -> dict:
+        """``resources/<input>/<into>`` -> (archive, unpack spec): :meth:`Lookup.unpacked`."""
+        return self.look.unpacked
+
+    @property
+    def unpack_inputs(self) -> str:
+        """A wildcard pattern of the manifest inputs that have an archive to unpack."""
+        return pattern(folder.split("/")[1] for folder in self.unpacked)
+
+    @property
+    def unpack_folders(self) -> str:
+        """A wildcard pattern of the folders archives are unpacked into (``unpack.into``)."""
+        return pattern(folder.split("/")[2] for folder in self.unpacked)
+
+    def _unpack_of(self, wildcards) -> tuple:
+        folder = f"resources/{wildcards.input}/{wildcards.folder}"
+        if folder not in self.unpacked:
+            raise DataError(self.look.manifest.where, f"no archive of input {wildcards.input!r} is unpacked into "
+                            f"{folder}", "declare `unpack: {into: ...}` on the archive's entry in the manifest")
+        return self.unpacked[folder]
+
+    def unpack_archive(self, wildcards) -> str:
+        """The fetched archive that rule unpack_input unpacks into resources/{input}/{folder}."""
+        return self._unpack_of(wildcards)[0]
+
+    def unpack_param(self, key: str):
+        """A setting of the archive's ``unpack`` spec (strip, expect)."""
+        return lambda wildcards: self._unpack_of(wildcards)[1][key]
 
     def multi30k_file(self, kind: str):
         """The fetched task 1 file (resources/<input>/...) of the wildcards' split (and language)."""

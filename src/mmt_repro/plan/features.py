@@ -3,6 +3,8 @@ feature stores made from them (extracted, imported, standardised or centred)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..corpora.fetch import request_only_error
 from .lookup import Lookup, pattern
 from .paths import path
@@ -18,6 +20,8 @@ class FeatureInputs:
         inputs = {"image_list": path("image_list", dataset=wildcards.dataset, split=wildcards.split)}
         if self.look.dataset_config(wildcards.dataset)["source"] == "grounded":
             inputs["images"] = path("images", dataset=wildcards.dataset)
+        elif self.look.unpacked_folder(self.look.dataset_config(wildcards.dataset).get("images")):
+            inputs["images"] = self.look.unpacked_folder(self.look.dataset_config(wildcards.dataset)["images"])
         return inputs
 
     def region_inputs(self, wildcards) -> dict:
@@ -33,9 +37,13 @@ class FeatureInputs:
         return input.get("given_boxes")
 
     def image_dir(self, wildcards) -> str:
-        """Where the images are: the generated folder, or the configured (request-only) one."""
+        """Where the images are: the generated folder, a folder the workflow unpacks (e.g.
+        resources/mscoco_images/val2014), or the configured (request-only) one."""
         if self.look.dataset_config(wildcards.dataset)["source"] == "grounded":
             return path("images", dataset=wildcards.dataset)
+        images = self.look.dataset_config(wildcards.dataset).get("images")
+        if self.look.unpacked_folder(images):  # unpacked in the run folder (rule unpack_input)
+            return Path(str(images)).as_posix()
         return self.look.config_path("datasets", wildcards.dataset, "images") or ""
 
     def missing_images_fix(self, wildcards) -> str:
@@ -108,8 +116,25 @@ class FeatureInputs:
 
         return get
 
+    def pretrained_inputs(self, wildcards) -> dict:
+        """The split's image (or video) list, plus the folder of official files when the workflow
+        unpacks it (a `src` under ``resources/<input>/<into>``, rule unpack_input): the unpack
+        job is then upstream of the import. A `src` elsewhere is read as it is."""
+        inputs = {"image_list": path("image_list", dataset=wildcards.dataset, split=wildcards.split)}
+        folder = self.look.unpacked_folder(self._src(wildcards))
+        if folder:
+            inputs["src"] = folder
+        return inputs
+
+    def _src(self, wildcards):
+        return self.look.feature_set_config(wildcards.dataset, wildcards.feature_set).get("src")
+
     def pretrained_source(self, wildcards) -> str:
-        src = self.look.feature_set_config(wildcards.dataset, wildcards.feature_set).get("src")
+        """Where the import reads the official files: a path in the run folder when the workflow
+        unpacks them there, else the configured one (relative to the repository)."""
+        src = self._src(wildcards)
+        if self.look.unpacked_folder(src):
+            return Path(str(src)).as_posix()
         return str(self.look.repo_path(src)) if src else ""
 
     def train_feature_store(self, kind: str):

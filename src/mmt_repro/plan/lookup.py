@@ -325,6 +325,21 @@ class Lookup:
         """The recipe's subword kind on the target side, merged back before scoring."""
         return self.recipe(wildcards.paper).subword_for(wildcards.pair.split("-")[1])
 
+    @cached_property
+    def unpacked(self) -> dict:
+        """``resources/<input>/<into>`` -> the fetched archive (``resources/<input>/<file>``) and
+        its ``unpack`` spec, for every manifest file that declares one (rule unpack_input)."""
+        return {f"resources/{inp.name}/{f.unpack['into']}": (f"resources/{inp.name}/{f.name}", f.unpack)
+                for inp in self.manifest.values() for f in inp.files.values() if f.unpack}
+
+    def unpacked_folder(self, value) -> str | None:
+        """The unpacked folder (a key of :attr:`unpacked`) that a configured path lies in, or
+        None: a path the workflow does not make (e.g. a folder unpacked by the user elsewhere)."""
+        if not value or Path(str(value)).is_absolute():
+            return None
+        text = Path(str(value)).as_posix()
+        return next((f for f in self.unpacked if text == f or text.startswith(f + "/")), None)
+
     def run_path(self, value, wildcards) -> str:
         """A configured input path that may name the run's {paper}, {system}, {dataset}, {pair},
         {src}, {tgt} and {seed}: results/ and resources/ paths are the workflow's own; any other

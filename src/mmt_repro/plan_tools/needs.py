@@ -73,6 +73,9 @@ class NeedsWalk:
             self._seen.add(f)
             if (self.workdir / f).exists():
                 continue
+            if f in self.plan.unpacked:  # made by rule unpack_input from a fetched archive
+                todo.append(self.plan.unpacked[f][0])
+                continue
             if f.startswith("resources/"):
                 parts = f.split("/", 2)
                 if len(parts) == 3:
@@ -149,10 +152,14 @@ class NeedsWalk:
             for s in {split, p.dataset_config(ds)["train"]}:
                 files.append(f"{path('features', dataset=ds, feature_set=base, split=s)}.npy")
             return files
-        kind = p.feature_set_config(ds, base).get("kind", "grid")
+        cfg = p.feature_set_config(ds, base)
+        kind = cfg.get("kind", "grid")
         self.media[(ds, base)] = None
         listed = "video_list" if kind == "video" else "image_list"
-        return [path(listed, dataset=ds, split=split)]
+        media = {"pretrained": cfg.get("src"), "grid": p.dataset_config(ds).get("images"),
+                 "regions": p.dataset_config(ds).get("images")}.get(kind)
+        folder = p.unpacked_folder(media)  # made by rule unpack_input: followed to its archive
+        return [path(listed, dataset=ds, split=split), *([folder] if folder else [])]
 
 
 def _missing(names: list[str]) -> str:
@@ -228,13 +235,18 @@ def media_problems(plan, needs: NeedsWalk) -> list[DataError]:
             if not src:
                 problems.append(DataError(None, f"feature set {fs!r} of {ds} is imported from pre-extracted files, "
                                           f"but `{key}` is not set", f"set `{key}` to the folder holding them"))
+            elif plan.unpacked_folder(src):
+                pass  # rule unpack_input makes it from the fetched archive (its input is checked above)
             elif not plan.repo_path(src).exists():
                 m = re.match(r"resources/([a-z0-9_]+)/", str(src))
                 fix = f"put the files there, or point `{key}` at them"
                 if m and m.group(1) in plan.manifest:
                     inp = plan.manifest[m.group(1)]
-                    fix = (f"fetch input {inp.name!r} ({', '.join(inp.files) or inp.request}) and unpack it there, "
-                           f"or point `{key}` at the unpacked files")
+                    folders = [f"resources/{inp.name}/{f.unpack['into']}" for f in inp.files.values() if f.unpack]
+                    fix = (f"point `{key}` at a folder the workflow unpacks from input {inp.name!r} "
+                           f"({', '.join(folders)}), or at files unpacked elsewhere" if folders else
+                           f"input {inp.name!r} declares no archive to unpack (manifest `unpack`): point `{key}` "
+                           "at its files unpacked elsewhere")
                 problems.append(DataError(plan.repo_path(src), f"the folder of feature set {fs!r} of {ds} (`{key}`) "
                                           "does not exist", fix))
             continue
@@ -247,6 +259,8 @@ def media_problems(plan, needs: NeedsWalk) -> list[DataError]:
         folder = plan.config_path("datasets", ds, key_name)
         if folder and Path(folder).exists():
             continue
+        if plan.unpacked_folder((plan.dataset_config(ds) or {}).get(key_name)):
+            continue  # rule unpack_input makes it (its archive is a need of the walk)
         name = plan.dataset_config(ds).get(f"{key_name}_input")
         request = plan.manifest.get(name) if name else next(
             (i for i in plan.manifest.values() if i.config_key == key), None)

@@ -75,6 +75,7 @@ _MODEL_SHARED = _m("models.base", "models.registry", "checkpoint")
 
 STAGES: dict[str, Stage] = {
     "fetch": Stage(entries=_m("corpora.fetch"), decides=_m("corpora.fetch", "corpora.manifest")),
+    "unpack": Stage(entries=_m("corpora.unpack"), decides=_m("corpora.unpack")),
     "corpora": Stage(
         entries=_m("corpora.multi30k", "corpora.wmt", "corpora.prepare", "corpora.media"),
         decides=_m("corpora.prepare", "corpora.preparers", "corpora.checks", "corpora.captions", "corpora.multi30k", "corpora.iwslt",
