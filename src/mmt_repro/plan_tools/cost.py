@@ -60,6 +60,7 @@ RUNTIME_SAFETY = 1.25  # runtime asked of SLURM: estimate x this + MIN_PER_JOB
 MEM_BASE_MB = 4000  # Python, torch and the CUDA context on the host
 MEM_SAFETY = 1.25
 DEFAULT_MAX_RUNTIME_MIN = 2880  # 48 h, the time limit asked before issue 23
+STORE_MB_PER_S = 20.0  # assumed read + write speed of a feature-store job (many small .npz files, shared disks)
 MiB = 1024 * 1024
 
 
@@ -434,6 +435,28 @@ def train_cost(plan, job, gpu: str | None = None) -> dict:
         "mem_mb": mem_mb, "estimate_min": est_min, "runtime": runtime, "max_runtime_min": cap,
         "attempts": attempts, "resumable": bool(job.last), "notes": notes,
     }
+
+
+# ---- the jobs that read or write a whole feature store
+def store_mem_mb(plan, wildcards, fit: bool = False) -> int:
+    """mem_mb of a job that reads or writes the store ``{dataset}/{feature_set}/{split}`` (and,
+    with ``fit``, standardising or centring on the training split, that one's): the stores'
+    bytes, whose mapped pages count against the job's memory, + :data:`MEM_BASE_MB`, x
+    :data:`MEM_SAFETY`."""
+    mb = sum(_store_job_bytes(plan, wildcards, fit)) / MiB
+    return int(math.ceil((mb * MEM_SAFETY + MEM_BASE_MB) / 1000.0) * 1000)
+
+
+def store_runtime(plan, wildcards, fit: bool = False) -> int:
+    """runtime (minutes) of such a job: its stores at :data:`STORE_MB_PER_S`, x
+    :data:`RUNTIME_SAFETY` + :data:`MIN_PER_JOB`, at least an hour."""
+    seconds = 2 * sum(_store_job_bytes(plan, wildcards, fit)) / MiB / STORE_MB_PER_S  # read, then write
+    return max(60, int(math.ceil(seconds / 60 * RUNTIME_SAFETY + MIN_PER_JOB)))
+
+
+def _store_job_bytes(plan, w, fit: bool) -> list[int]:
+    splits = dict.fromkeys((w.split, plan.dataset_config(w.dataset).get("train", "train")) if fit else (w.split,))
+    return [store_bytes(plan, f"results/features/{w.dataset}/{w.feature_set}/{sp}.npy") for sp in splits]
 
 
 # ---- memory: the feature stores a job maps
