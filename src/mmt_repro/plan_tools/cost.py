@@ -1,17 +1,17 @@
 """The cost of training before the run: per training job, the updates it will run, the step time
 measured on a device type (``config/calibration/<gpu>.json``, made by
-benchmarks/gpu_calibration.py), GPU-hours, peak GPU memory and wall clock; and the SLURM
-resources of ``train_model`` (host memory >= the feature stores it maps + the model + a margin;
-runtime >= the estimate, capped at ``max_runtime_min`` with resume-by-retry). Torch-free.
+benchmarks/gpu_calibration.py), the validation decoding, GPU-hours, peak GPU memory and wall
+clock; the SLURM resources of ``train_model`` (host memory >= the feature stores it maps + the
+model + a margin; runtime >= the estimate, capped at ``max_runtime_min`` with resume-by-retry,
+and the retries that gives) and of the jobs that read or write a whole feature store. Torch-free.
 
 Every figure says where it comes from: ``stats`` (results/data/stats on disk), ``config``
 (a generated dataset's sizes), ``manifest`` (declared line counts), ``published`` (the
-corpus's published size, approximate), ``measured`` (the calibration, this system at paper
-size), ``~<entry>`` (the calibration of another system of the same model, or of the paper),
-``wordpieces`` (target WordPieces counted by benchmarks/bertgen_table1.py,
-``config/calibration/wordpieces.tsv``), ``~<entry>`` (the calibration of another system: the same
-model, the same model module, or the same architecture family, from any paper), ``est`` (an
-assumption named in ASSUMED)."""
+corpus's published size, approximate), ``wordpieces`` (target WordPieces counted by
+benchmarks/bertgen_table1.py, ``config/calibration/wordpieces.tsv``), ``measured`` (the
+calibration, this system at paper size), ``~<entry>`` (the calibration of another system: the
+same model, the same model module, or the same architecture family, from any paper), ``est``
+(an assumption named in ASSUMED)."""
 
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ ASSUMED = {
     "feature_dim": 2048,
     "batch_longest": 1.5,  # a validation batch decodes until its longest output: 1.5 x the mean length
 }
-#: Architecture family of each model module (the part of a registered model key before the dot,
-#: or the whole key): a step time is borrowed from the same model, then the same module, then
-#: the same family, from any paper.
+#: Architecture family of a registered model key (looked up whole, then by its module, the part
+#: before the dot): a step time is borrowed from the same model, then the same module and family,
+#: then the same family, from any paper.
 FAMILIES = {
     "doubly_attentive": "rnn", "emb_pred": "rnn", "visual_agreement.seq2seq": "rnn",
     "visual_agreement.seq2seq_text": "rnn", "deepfuse.lstm": "rnn", "deepfuse.vatex": "rnn",
@@ -289,7 +289,8 @@ def mean_length(plan, paper: str, dataset: str, split: str, lang: str) -> tuple[
     WordPieces counted by benchmarks/bertgen_table1.py for a WordPiece recipe (those of the
     train split stand for a split not counted), else the whitespace tokens of the corpus stats
     on disk, else :data:`ASSUMED` (``est``)."""
-    if plan.recipe(paper).subword_for(lang) == "wordpiece":
+    recipe = plan.recipe(paper)
+    if lang in recipe.langs and recipe.subword_for(lang) == "wordpiece":
         train = plan.dataset_config(dataset).get("train", "train")
         for sp in dict.fromkeys((split, train)):
             counted = wordpieces(plan, dataset, sp, lang)
