@@ -15,9 +15,11 @@ from types import SimpleNamespace as W
 import pytest
 
 from mmt_repro.config import load_yaml
-from mmt_repro.plan import Plan
-from mmt_repro.plan_tools.cost import (MiB, cost_plan, format_cost_plan, mapped_stores, max_runtime_min, train_cost,
-                                       train_mem_mb, train_retries, train_runtime)
+from mmt_repro.plan import Plan, load_plan
+from mmt_repro.plan_tools.cost import (ASSUMED, SPARE_RETRIES, MiB, attempts_for, calibration_entry, cost_plan,
+                                       decode_step_s, family, format_cost_plan, mapped_stores, max_runtime_min,
+                                       mean_length, retries_for, split_size, train_cost, train_mem_mb, train_retries,
+                                       train_runtime, validation_sets, wordpieces)
 from mmt_repro.plan_tools.walk import training_runs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,21 +103,120 @@ def test_slurm_resources_cover_the_stores_and_the_runtime(plan, tmp_path, system
         assert runtime >= cost["hours"] * 60
 
 
-def test_training_retries_cover_the_attempts_of_the_longest_job(plan):
-    """A training longer than max_runtime_min resumes from .last.pt on each retry: under the
-    SLURM profile's cap, train_model's retries give every planned job the attempts the cost plan
-    says it needs; on a workstation (no cap) the global --retries stay in force."""
-    from mmt_repro.plan_tools.cost import TRAIN_RETRIES_CAPPED
+def test_retries_follow_the_runtime_and_the_partition_cap():
+    """Attempts = the estimate over the cap, rounded up; retries = attempts - 1 + 2 spare."""
+    assert attempts_for(None, 1440) == 1 and retries_for(None, 1440) == SPARE_RETRIES == 2
+    assert attempts_for(1440, 1440) == 1 and retries_for(1440, 1440) == 2
+    assert attempts_for(1441, 1440) == 2 and retries_for(1441, 1440) == 3
+    # 364 h x 1.25 + 10 min = 27,310 min: 19 attempts of 24 h, 10 of 48 h
+    assert attempts_for(27310, 1440) == 19 and retries_for(27310, 1440) == 20
+    assert attempts_for(27310, 2880) == 10 and retries_for(27310, 2880) == 11
 
+
+@pytest.mark.parametrize("cap", [1440, 2880])
+def test_training_retries_cover_the_attempts_of_the_longest_job(plan, cap):
+    """A training longer than max_runtime_min resumes from .last.pt on each retry: under the
+    SLURM profile's cap, train_model's retries give the plan's longest job (BertGen's 13-task
+    run) the attempts its estimate needs plus two spare; on a workstation (no cap) the global
+    --retries stay in force."""
     assert "retries: train_retries(PLAN)" in (REPO / "workflow" / "rules" / "train.smk").read_text()
     assert train_retries(plan) is None  # no max_runtime_min: Snakemake's own --retries
     profile = load_yaml(REPO / "workflow" / "profiles" / "slurm" / "config.yaml")["config"]
-    capped = Plan({**load_yaml(REPO / "config" / "config.yaml"), **profile}, REPO)
-    assert train_retries(capped) == TRAIN_RETRIES_CAPPED
+    assert profile["max_runtime_min"] == 2880
+    capped = Plan({**load_yaml(REPO / "config" / "config.yaml"), **profile, "max_runtime_min": cap}, REPO)
     rows = cost_plan(capped, ["results/tables/all.tsv"])["rows"]
     worst = max(rows, key=lambda r: r["attempts"])
-    assert worst["system"] == "bertgen" and worst["attempts"] >= 2 and worst["resumable"]
-    assert TRAIN_RETRIES_CAPPED + 1 >= worst["attempts"] + 2  # and two spare for failures of another kind
+    assert worst["system"] == "bertgen" and worst["resumable"]
+    assert worst["attempts"] == math.ceil(worst["estimate_min"] / cap) == {1440: 19, 2880: 10}[cap]
+    assert train_retries(capped) == worst["attempts"] - 1 + 2 == {1440: 20, 2880: 11}[cap]
+
+
+def test_bertgen_epoch_is_the_counted_unrolled_reference_task(plan):
+    """One BertGen epoch = one example per target WordPiece + [STOP] of the reference task
+    (Multi30k En->De): 29,000 sentences (manifest) + 553,329 German pieces (counted by
+    benchmarks/bertgen_table1.py) = 582,329 steps of the 13-task run (batch 1 per task), and
+    582,329 / 13 of a single-task run (batch 13); the grounded system's pieces are not counted:
+    assumed, and said so."""
+    (row,) = cost_plan(plan, ["results/models/bertgen/bertgen/multi30k.en-de.seed1.best.pt"], "h100")["rows"]
+    assert row["updates"] == 45 * 582_329
+    assert "582,329 unrolled, wordpieces" in row["updates_source"]
+    single = train_cost(plan, plan.train_jobs.job(W(paper="bertgen", system="single_hybrid", dataset="multi30k",
+                                                     pair="en-de", seed="1")), "h100")
+    assert single["updates"] == 45 * math.ceil(582_329 / 13) == 45 * 44_795
+    smoke = load_plan(REPO, [REPO / "config" / "smoke.yaml"])
+    (grounded,) = cost_plan(smoke, ["results/models/bertgen/grounded/grounded.en-de.seed1.best.pt"], "h100")["rows"]
+    n = grounded["examples"]
+    assert grounded["size_source"] == "config" and "est" in grounded["updates_source"]
+    assert f"{round(n * 16):,} unrolled, est" in grounded["updates_source"]  # 15 assumed pieces + [STOP]
+
+
+def test_wordpiece_counts_are_the_table1_record():
+    """config/calibration/wordpieces.tsv holds the transcribed Table 1 counts: pieces =
+    unrolled - sentences, task by task."""
+    record = {}
+    for line in (REPO / "reference/benchmarks/transcribed/bertgen_table1_counts.tsv").read_text().splitlines()[1:]:
+        task, sents, _, unrolled, *_ = line.split("\t")
+        record[task] = (int(sents.replace(",", "")), int(unrolled.replace(",", "")))
+    tasks = {("multi30k", "en"): "Multi30k MMT DE->EN", ("multi30k", "fr"): "Multi30k MMT EN->FR",
+             ("multi30k", "de"): "Multi30k MMT EN->DE", ("flickr30k_captions", "en"): "Flickr30k IC IM->EN",
+             ("flickr30k_captions", "de"): "Flickr30k IC IM->DE (Multi30k task 2)"}
+    plan = Plan(load_yaml(REPO / "config" / "config.yaml"), REPO)
+    for (dataset, lang), task in tasks.items():
+        sents, unrolled = record[task]
+        assert wordpieces(plan, dataset, "train", lang) == (sents, unrolled - sents)
+    assert wordpieces(plan, "multi30k", "train", "cs") is None
+
+
+def test_validation_decodes_every_set_at_the_reference_length(plan):
+    """Validation = each validation set decoded once per epoch: ceil(sentences / val batch)
+    batches of (mean reference length x 1.5 + 1) steps at the calibration's time per decoding
+    step. BertGen's 13-task run decodes Multi30k En->De val (1,014) and the six MT tasks' sets:
+    IWSLT'14 valid (7,283 published, x4) and newstest2016 + 2017 (3,000 + 3,007, x2)."""
+    job = plan.train_jobs.job(W(paper="bertgen", system="bertgen", dataset="multi30k", pair="en-de", seed="1"))
+    sets = validation_sets(plan, job)
+    assert sets[0] == ("multi30k", "val", "de") and len(sets) == 7
+    sizes = [split_size(plan, *s)[0] for s in sets]
+    assert sizes == [1014, 7283, 7283, 7283, 7283, 6007, 6007] and sum(sizes) == 42_160
+    assert mean_length(plan, "bertgen", "multi30k", "val", "de") == (553_329 / 29_000, "wordpieces")
+    assert mean_length(plan, "bertgen", "iwslt14_de_en", "valid", "en") == (ASSUMED["target_tokens"], "est")
+    entry = H100["models"]["bertgen.bertgen"]
+    dec = entry["decode"]["greedy_fp32_tf32"]
+    step_s = dec["seconds"] / (1 + dec["out_tokens"] / dec["sentences"])
+    assert decode_step_s(entry, 1) == (pytest.approx(step_s), 64)
+    lengths = [553_329 / 29_000] + [ASSUMED["target_tokens"]] * 6
+    per_epoch = sum(math.ceil(n / 64) * (length * 1.5 + 1) * step_s for n, length in zip(sizes, lengths))
+    row = train_cost(plan, job, "h100")
+    assert row["val_sentences"] == 42_160 and row["val_source"] == "est/wordpieces"
+    assert row["val_h"] == pytest.approx(45 * per_epoch / 3600)
+    assert 2 < row["val_h"] < 10  # hours, where the random-weight decodes gave 0.01
+
+
+def test_step_time_falls_back_by_model_family_across_papers(plan):
+    """A system without its own measurement borrows the same registered model's, from any paper
+    (Yang et al.'s DAMT baseline is Calixto et al.'s doubly-attentive model), then the same model
+    module (Imagination is emb_pred.imag: emb_pred.ours, the visual one), then the same
+    architecture family (the VATEX LSTMs: an RNN entry, never DeepFuse's Transformer); the table
+    says which entry and how much a larger batch scales it."""
+    def step(paper, system, dataset="multi30k", pair="en-de"):
+        return train_cost(plan, plan.train_jobs.job(W(paper=paper, system=system, dataset=dataset, pair=pair,
+                                                        seed="1")), "h100")
+
+    damt = step("visual_agreement", "damt")
+    assert damt["calibration_entry"] == "doubly_attentive.nmt_src_img"
+    assert damt["step_source"] == "~doubly_attentive.nmt_src_img"
+    assert damt["step_ms"] == _ms("doubly_attentive.nmt_src_img", "fp32_tf32")
+    imagination = step("visual_agreement", "imagination")
+    assert imagination["calibration_entry"] == "emb_pred.ours"
+    assert step("visual_agreement", "t_onlytext")["calibration_entry"] == "visual_agreement.t_hard"
+    assert step("emb_pred", "ours", pair="fr-en")["step_source"] == "measured"
+    lstm = step("deepfuse", "lstm", "vatex", "en-zh")
+    assert family(lstm["model"]) == "rnn" and family(H100["models"][lstm["calibration_entry"]]["model"]) == "rnn"
+    assert lstm["calibration_entry"].startswith("doubly_attentive.")  # the nearest width (dec_dim 1024)
+    assert lstm["step_source"].startswith(f"~{lstm['calibration_entry']} x") and lstm["step_source"].endswith("batch")
+    cal = {"models": {"a.x": {"paper": "a", "model": "transformer.nmt", "config": {"d_model": 512},
+                              "train": {"fp32": {"step_ms": {"median": 1.0}}}}}}
+    assert calibration_entry(cal, "b", "y", "bertgen.bertgen") == (None, None, "none")  # no family: no figure
+    assert calibration_entry(cal, "b", "y", "deepfuse.deepfuse")[2] == "~a.x"
 
 
 def test_trainings_go_after_the_short_jobs_and_a_begun_one_before_new_ones(plan, tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 from mmt_repro.config import ConfigError
 from mmt_repro.io import DataError
 from mmt_repro.plan import PATHS, WILDCARDS, path
+from mmt_repro.plan_tools.cost import store_mem_mb, store_runtime
 from mmt_repro.plan_tools.cost import train_mem_mb, train_retries, train_runtime
 from mmt_repro.plan_tools.preflight import preflight
 from mmt_repro.plan_tools.version import code_param

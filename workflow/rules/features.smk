@@ -153,6 +153,11 @@ rule import_features:
         ENV
     container:
         CONTAINER
+    # reads or writes a whole store (8-12 GB for 100-box regions): memory and time from its
+    # size (mmt_repro.plan_tools.cost.store_mem_mb, store_runtime)
+    resources:
+        mem_mb=lambda wildcards: store_mem_mb(PLAN, wildcards),
+        runtime=lambda wildcards: store_runtime(PLAN, wildcards),
     params:
         kind=PLAN.features.feature_param("import"),
         src=PLAN.features.pretrained_source,
@@ -183,6 +188,10 @@ rule import_regions:
         ENV
     container:
         CONTAINER
+    # memory and time from the store's size (see import_features)
+    resources:
+        mem_mb=lambda wildcards: store_mem_mb(PLAN, wildcards),
+        runtime=lambda wildcards: store_runtime(PLAN, wildcards),
     params:
         kind=PLAN.features.feature_param("import"),
         src=PLAN.features.pretrained_source,
@@ -210,6 +219,10 @@ rule constant_features:
         ENV
     container:
         CONTAINER
+    # memory and time from the store's size (see import_features)
+    resources:
+        mem_mb=lambda wildcards: store_mem_mb(PLAN, wildcards),
+        runtime=lambda wildcards: store_runtime(PLAN, wildcards),
     params:
         n_regions=PLAN.features.feature_param("max_boxes", 36),
         dim=PLAN.features.feature_param("dim", 2048),
@@ -238,6 +251,10 @@ rule standardize_features:
         ENV
     container:
         CONTAINER
+    # memory and time from the store's size (see import_features)
+    resources:
+        mem_mb=lambda wildcards: store_mem_mb(PLAN, wildcards, fit=True),
+        runtime=lambda wildcards: store_runtime(PLAN, wildcards, fit=True),
     params:
         code=code("features", "standardize_features.py"),
     script:
@@ -265,6 +282,10 @@ rule standardize_regions:
         ENV
     container:
         CONTAINER
+    # memory and time from the store's size (see import_features)
+    resources:
+        mem_mb=lambda wildcards: store_mem_mb(PLAN, wildcards, fit=True),
+        runtime=lambda wildcards: store_runtime(PLAN, wildcards, fit=True),
     params:
         code=code("features", "standardize_features.py"),
     script:
@@ -290,6 +311,10 @@ rule center_features:
         ENV
     container:
         CONTAINER
+    # memory and time from the store's size (see import_features)
+    resources:
+        mem_mb=lambda wildcards: store_mem_mb(PLAN, wildcards, fit=True),
+        runtime=lambda wildcards: store_runtime(PLAN, wildcards, fit=True),
     params:
         code=code("features", "center_features.py"),
     script:
