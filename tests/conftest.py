@@ -48,6 +48,7 @@ def xdist_group_of(fixturenames) -> str | None:
     return groups.pop() if groups else None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     """Every test is in exactly one lane: its own marker, else its folder's; a test that reads a
     shared run is in that run's xdist group."""

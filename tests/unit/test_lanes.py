@@ -34,6 +34,28 @@ def test_a_test_is_grouped_by_the_shared_run_it_reads():
         group_of(["smoke_run", "reduced_local_run"])
 
 
+@pytest.fixture
+def smoke_run():
+    """A stand-in of tests/workflow's session fixture of this name: the name alone decides the group."""
+    return None
+
+
+def test_a_shared_runs_reader_carries_its_group_in_its_xdist_id(smoke_run, request):
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not request.config.getvalue("loadgroup"):
+        pytest.skip("checks a worker of `pytest -n N --dist loadgroup` (make test; the next test runs it so)")
+    assert request.node.nodeid.endswith("@smoke_run"), request.node.nodeid
+
+
+@pytest.mark.slow
+def test_xdist_puts_the_group_into_the_test_id():
+    # without the group in the id, xdist's loadgroup schedules the readers of one shared run on
+    # every worker, and each worker makes the run (pytest 9.2 with pytest-xdist 3.8 did)
+    name = "tests/unit/test_lanes.py::test_a_shared_runs_reader_carries_its_group_in_its_xdist_id"
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "1", "--dist", "loadgroup", "-p", "no:cacheprovider",
+                          name], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and "1 passed" in res.stdout, res.stdout[-3000:] + res.stderr[-2000:]
+
+
 def test_make_test_runs_every_lane_in_one_loadgroup_session():
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
     recipe = re.search(r"^test: .*\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
