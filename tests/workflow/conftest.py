@@ -27,8 +27,8 @@ SMOKE = REPO / "config" / "smoke.yaml"
 SLURM_PROFILE = REPO / "tests" / "slurm_profile"
 # The full smoke run (target all) takes SMOKE_IDLE_S on an idle 2-core machine of CI's type
 # its timeout is twice that, so a busy machine at half speed still passes.
-SMOKE_IDLE_S = 1300  # measured 1,278 s alone on 2 AVX2-only cores (clean clone, 2026-11-28; 904 s on 2026-11-27
-# on a machine with AVX-512 kernels); in `make test` the other worker's tests share the cores for part of it
+SMOKE_IDLE_S = 1300  # measured 1,078 s alone on 2 AVX2-only cores (2026-11-29; 1,278 s before the smoke's DA and
+# region cuts); 1,662 s in a clean-clone `make test`, where the other worker's tests share the cores
 SMOKE_TIMEOUT = 2 * SMOKE_IDLE_S
 # Torch threads of the jobs: a local run gets --cores THREADS, a SLURM run --max-threads THREADS,
 # so every rule runs with the same thread count either way (float sums depend on it).
