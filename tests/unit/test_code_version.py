@@ -5,6 +5,7 @@ decoding's and an analysis's hash their own model's module, not every paper's.""
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import shutil
 from pathlib import Path
@@ -143,7 +144,7 @@ def test_versions_are_cached_by_the_modules_exact_bytes(copy, tmp_path, monkeypa
     monkeypatch.setenv("MMT_REPRO_CODE_CACHE", str(cache))
     clear_caches()
     assert code_version("score", root=copy) == uncached
-    entries = [p for p in cache.rglob("*") if p.is_file()]
+    entries = [p for p in cache.rglob("*") if p.is_file() and "imports" not in p.relative_to(cache).parts]
     assert len(entries) == 1 and entries[0].read_text(encoding="ascii") == uncached.split(":")[1] + "\n"
     # a later parse reads the entry instead of normalising the sources: a planted value comes back
     entries[0].write_text("0123456789ab\n", encoding="ascii")
@@ -162,6 +163,36 @@ def test_versions_are_cached_by_the_modules_exact_bytes(copy, tmp_path, monkeypa
     monkeypatch.setenv("MMT_REPRO_CODE_CACHE", "off")
     clear_caches()
     assert code_version("score", root=copy) == edited
+
+
+def test_import_lists_are_cached_by_the_module_bytes(copy, tmp_path, monkeypatch):
+    """The closures read each module's import list from the cache (one entry per module's exact
+    bytes) instead of parsing it again; an edit is a new key, so a new import is always seen."""
+    from mmt_repro.plan_tools import version
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MMT_REPRO_CODE_CACHE", str(cache))
+    entry_module = "mmt_repro.execute.score"
+    reached = version.closure((entry_module,), copy)
+    assert "mmt_repro.metrics.mt" in reached
+    source = copy / "execute" / "score.py"
+    key = hashlib.sha256(version._normaliser_digest() + b"imports\0" + entry_module.encode() + b"\0"
+                         + source.read_bytes()).hexdigest()
+    entry = cache / "imports" / key[:2] / key
+    assert entry.read_text(encoding="ascii").split() == list(version._source_imports(entry_module, source))
+    # a later parse reads the entry: a planted list (no imports at all) comes back
+    entry.write_text("-\n", encoding="ascii")
+    clear_caches()
+    planted = version.closure((entry_module,), copy)  # what the parent packages import, no more
+    assert set(planted) < set(reached) and "mmt_repro.metrics.mt" not in planted
+    # a garbled entry is parsed again
+    entry.write_text("not a module list\n", encoding="ascii")
+    clear_caches()
+    assert version.closure((entry_module,), copy) == reached
+    # an added import changes the bytes: a new key, and the new module is in the closure
+    source.write_text(source.read_text(encoding="utf-8") + "\nimport mmt_repro.text.zh_segment\n", encoding="utf-8")
+    clear_caches()
+    assert "mmt_repro.text.zh_segment" in version.closure((entry_module,), copy)
 
 
 def test_a_garbled_or_unwritable_code_cache_is_skipped(copy, tmp_path, monkeypatch):

@@ -250,8 +250,39 @@ def _imports(name: str, file: Path, root: Path) -> set[str]:
     the parent packages that run first. The models package's ``__init__`` and the analyses'
     runner import every paper's module to register it: those registrations are not followed
     (a job's own model and analyses are added by name)."""
-    tree = ast.parse(file.read_text(encoding="utf-8"))
-    is_pkg = file.name == "__init__.py"
+    found = set(_source_imports(name, file))
+    parts = name.split(".")
+    found.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    if name == MODELS:
+        found -= set(model_modules(root).values())
+    if name in (f"{PACKAGE}.analyses.run",):
+        found = {m for m in found if not _is_paper_analysis(m, root)}
+    return {m for m in found if _module_file(m, root) is not None}
+
+
+def _source_imports(name: str, file: Path) -> tuple[str, ...]:
+    """The package modules named by the import statements of ``name`` (at ``file``), sorted:
+    parsed once per process and file state (:func:`_parsed_imports`), and cached on disk by the
+    file's exact bytes like the versions (``<cache>/imports``), since parsing every module of a
+    closure costs about a second a workflow parse."""
+    st = file.stat()
+    return _parsed_imports(name, file, (st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=None)
+def _parsed_imports(name: str, file: Path, stamp: tuple[int, int]) -> tuple[str, ...]:  # noqa: ARG001
+    source = file.read_bytes()
+    key = hashlib.sha256(_normaliser_digest() + b"imports\0" + name.encode() + b"\0" + source).hexdigest()
+    known = _cached(key, "imports")
+    if known is not None:
+        return tuple(known.split()) if known != "-" else ()
+    found = tuple(sorted(_parse_imports(name, file.name == "__init__.py", source.decode("utf-8"))))
+    _remember(key, " ".join(found) or "-", "imports")
+    return found
+
+
+def _parse_imports(name: str, is_pkg: bool, source: str) -> set[str]:
+    tree = ast.parse(source)
     here = name.split(".") if is_pkg else name.split(".")[:-1]
     found = set()
     for node in ast.walk(tree):
@@ -267,13 +298,7 @@ def _imports(name: str, file: Path, root: Path) -> set[str]:
                 continue
             found.add(mod)
             found.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import submodule`
-    parts = name.split(".")
-    found.update(".".join(parts[:i]) for i in range(1, len(parts)))
-    if name == MODELS:
-        found -= set(model_modules(root).values())
-    if name in (f"{PACKAGE}.analyses.run",):
-        found = {m for m in found if not _is_paper_analysis(m, root)}
-    return {m for m in found if _module_file(m, root) is not None}
+    return found
 
 
 def _is_paper_analysis(module: str, root: Path) -> bool:
@@ -422,9 +447,14 @@ def _hash(modules: tuple[str, ...], root: Path, script: Path | None = None) -> s
 # on the modules' names and exact bytes and on this normaliser, so it is cached under the hash of
 # those, one small file per entry in ``$XDG_CACHE_HOME/mmt-repro/code-versions`` (default
 # ``~/.cache``). A changed byte, module or normaliser is a new key: an entry is never stale. An
-# unreadable or unwritable cache is skipped; ``MMT_REPRO_CODE_CACHE=off`` turns it off.
+# unreadable or unwritable cache is skipped; ``MMT_REPRO_CODE_CACHE=off`` turns it off. The
+# import lists that the closures are built from are cached the same way, under ``imports/``.
 
-_CACHE_FORMAT = re.compile(r"[0-9a-f]{12}")
+_MODULE_NAME = rf"{PACKAGE}(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_CACHE_FORMAT = {
+    "versions": re.compile(r"[0-9a-f]{12}"),
+    "imports": re.compile(rf"-|{_MODULE_NAME}(?: {_MODULE_NAME})*"),  # "-": no package import
+}
 
 
 def _cache_dir() -> Path | None:
@@ -449,23 +479,30 @@ def _cache_key(files: list[tuple[str, Path]]) -> str:
     return key.hexdigest()
 
 
-def _cached(key: str) -> str | None:
+def _entry(key: str, kind: str) -> Path | None:
     folder = _cache_dir()
     if folder is None:
         return None
+    return (folder if kind == "versions" else folder / kind) / key[:2] / key
+
+
+def _cached(key: str, kind: str = "versions") -> str | None:
+    entry = _entry(key, kind)
+    if entry is None:
+        return None
     try:
-        text = (folder / key[:2] / key).read_text(encoding="ascii").strip()
+        text = entry.read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    return text if _CACHE_FORMAT.fullmatch(text) else None
+    return text if _CACHE_FORMAT[kind].fullmatch(text) else None
 
 
-def _remember(key: str, version: str) -> None:
-    folder = _cache_dir()
-    if folder is None:
+def _remember(key: str, version: str, kind: str = "versions") -> None:
+    entry = _entry(key, kind)
+    if entry is None:
         return
     try:
-        with atomic_write(folder / key[:2] / key, encoding="ascii") as fh:  # concurrent jobs write the same text
+        with atomic_write(entry, encoding="ascii") as fh:  # concurrent jobs write the same text
             fh.write(version + "\n")
     except OSError:
         return
@@ -498,5 +535,5 @@ def job_code_version(plan, stage: str, paper: str, system: str, script: Path | N
 
 def clear_caches() -> None:
     """Forget every hash (tests that edit a copy of the source)."""
-    for fn in (_hash, _normalised, closure, model_modules):
+    for fn in (_hash, _normalised, _parsed_imports, closure, model_modules):
         fn.cache_clear()
