@@ -145,3 +145,172 @@ def test_vatex_i3d_per_video(tmp_path):
     np.save(src / f"{videos[1]}.npy", np.zeros((2, 512), np.float32))
     with pytest.raises(DataError, match="dimensions differ"):
         import_pretrained("vatex_i3d", src, lst, *_out(tmp_path, "x"))
+
+
+# ---- the published releases' layouts ----------------------------------------------------------
+# pysimt's ResNet-50 release (Zenodo 4298396, multi30k_resnet50_features.tar.bz2): pysimt's
+# data/multi30k/prepare.sh unpacks it without renaming and every OC config of pysimt reads
+# features/resnet50-256x256/<split>-resnet50-res5c_relu-r256-c256-l2norm.npy, which its
+# NumpyDataset flattens as (n, C, H, W) -> (H*W, n, C) with aux_dim 2048: channels first, 8 x 8
+# at 256 px. LIUM's WMT17 pool5 (wmt17-mmt configs and README): resnet50-imagenet-pool5/
+# flickr30k_ResNet50_pool5_<split>.npy with LIUM's split names (train, val, test2016, test2017).
+PYSIMT_GRID = "resnet50-256x256/{split}-resnet50-res5c_relu-r256-c256-l2norm.npy"
+
+
+def _pysimt_resnet(root: Path, splits=("train", "val"), n=3, side=2) -> dict:
+    rng = np.random.default_rng(4)
+    grids = {}
+    for split in splits:
+        grid = rng.random((n, 2048, side, side), dtype=np.float32)  # (N, C, H, W) as released
+        grid /= np.linalg.norm(grid, axis=1, keepdims=True)  # L2-normalised cells ("l2norm")
+        f = root / PYSIMT_GRID.format(split=split)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        np.save(f, grid)
+        grids[split] = grid
+    return grids
+
+
+def test_the_pysimt_resnet50_release_is_found_below_its_top_folder_by_split(tmp_path, image_list):
+    grids = _pysimt_resnet(tmp_path / "resnet50")  # the folder rule unpack_input writes
+    info = import_pretrained("resnet50", tmp_path / "resnet50", image_list, *_out(tmp_path), layer="res5c")
+    store = FeatureStore(*_out(tmp_path))
+    assert info["layer"] == "res5c" and store.shape == (3, 4, 2048) and store.meta["image_size"] == 64
+    assert info["source"].endswith("resnet50-256x256/train-resnet50-res5c_relu-r256-c256-l2norm.npy")
+    np.testing.assert_allclose(store[2][1 * 2 + 0], grids["train"][2, :, 1, 0], rtol=1e-3, atol=1e-3)
+    val = write_lines(tmp_path / "val.txt", IMAGES)
+    import_pretrained("resnet50", tmp_path / "resnet50", val, *_out(tmp_path, "v"), layer="res5c")
+    np.testing.assert_allclose(FeatureStore(*_out(tmp_path, "v"))[0][3], grids["val"][0, :, 1, 1], rtol=1e-3,
+                               atol=1e-3)
+
+
+def test_pool5_asked_of_a_res5c_grid_is_its_mean_over_the_cells(tmp_path, image_list):
+    grids = _pysimt_resnet(tmp_path / "resnet50")
+    info = import_pretrained("resnet50", tmp_path / "resnet50", image_list, *_out(tmp_path), layer="pool5")
+    store = FeatureStore(*_out(tmp_path))
+    assert info["layer"] == "pool5" and store.shape == (3, 1, 2048) and store.meta["layer"] == "pool5"
+    np.testing.assert_allclose(store[1][0], grids["train"][1].mean(axis=(1, 2)), rtol=1e-3, atol=1e-4)
+    assert "mean over the 2 x 2 cells" in store.meta["derived"] and "L2-normalised" in store.meta["derived"]
+    with pytest.raises(DataError, match="holds res5c features .* layer 'res4f'"):
+        import_pretrained("resnet50", tmp_path / "resnet50", image_list, *_out(tmp_path, "x"), layer="res4f")
+
+
+def test_lium_pool5_files_are_found_under_lium_split_names(tmp_path):
+    folder = tmp_path / "pool5" / "resnet50-imagenet-pool5"
+    folder.mkdir(parents=True)
+    pool = np.random.default_rng(5).normal(size=(3, 2048)).astype(np.float32)
+    np.save(folder / "flickr30k_ResNet50_pool5_test2016.npy", pool)
+    np.save(folder / "flickr30k_ResNet50_pool5_train.npy", pool[::-1])
+    test = write_lines(tmp_path / "test_2016_flickr.txt", IMAGES)
+    info = import_pretrained("resnet50", tmp_path / "pool5", test, *_out(tmp_path), layer="pool5")
+    assert info["source"].endswith("flickr30k_ResNet50_pool5_test2016.npy")
+    np.testing.assert_allclose(FeatureStore(*_out(tmp_path))[2][0], pool[2], rtol=1e-3, atol=1e-3)
+
+
+def test_a_split_held_twice_is_told_apart_by_its_layer_and_a_missing_split_lists_the_folder(tmp_path, image_list):
+    src = tmp_path / "feats"
+    src.mkdir()
+    np.save(src / "train-resnet50-avgpool.npy", np.ones((3, 2048), np.float32))
+    np.save(src / "train-resnet50-res4f_relu.npy", np.ones((3, 1024, 2, 2), np.float32))
+    assert import_pretrained("resnet50", src, image_list, *_out(tmp_path), layer="res4f")["layer"] == "res4f"
+    assert import_pretrained("resnet50", src, image_list, *_out(tmp_path, "p"), layer="pool5")["layer"] == "pool5"
+    with pytest.raises(DataError, match="several files hold split 'train'") as err:
+        import_pretrained("resnet50", src, image_list, *_out(tmp_path, "x"))
+    assert "set the feature set's `layer`" in str(err.value)
+    test = write_lines(tmp_path / "test_2017_flickr.txt", IMAGES)
+    with pytest.raises(DataError, match="no .npy file of split 'test_2017_flickr'") as err:
+        import_pretrained("resnet50", src, test, *_out(tmp_path, "x"), layer="pool5")
+    assert "test_2017_flickr / test2017" in str(err.value) and "train-resnet50-avgpool.npy" in str(err.value)
+
+
+def test_a_release_file_with_another_count_than_the_image_list_is_refused_naming_both(tmp_path):
+    _pysimt_resnet(tmp_path / "resnet50", splits=("val",), n=4)
+    val = write_lines(tmp_path / "val.txt", IMAGES)
+    with pytest.raises(DataError, match=r"val-resnet50-res5c_relu-r256-c256-l2norm.npy: has 4 rows but .*val.txt "
+                       r"has 3 images") as err:
+        import_pretrained("resnet50", tmp_path / "resnet50", val, *_out(tmp_path), layer="res5c")
+    assert "image_splits/<split>.txt" in str(err.value)
+    assert not (tmp_path / "o.npy").exists() and not list(tmp_path.glob(".o.*"))
+
+
+# pysimt's BUTD release (multi30k_butd_features.tar.bz2): one <split>_obj36.npz per split, val as
+# valid_obj36.npz (pysimt's configs); keys read by pysimt's ObjectDetectionsDataset
+# (pysimt/datasets/objdet.py): features (n, regions, 2048), boxes_and_areas (n, regions, k),
+# objects_id / attrs_id (n, regions), order (its size = the number of rows; pysimt reads row i
+# for sentence i). The box columns are not documented: x1, y1, x2, y2 and an area here.
+def _obj36(path: Path, n=3, R=5, D=8, order=None, compressed=False, pixels=False, seed=6) -> dict:
+    rng = np.random.default_rng(seed)
+    feats = rng.random((n, R, D), dtype=np.float32)
+    xy = rng.random((n, R, 2), dtype=np.float32) * 0.5
+    wh = rng.random((n, R, 2), dtype=np.float32) * 0.5
+    boxes = np.concatenate([xy, xy + wh, (wh[..., :1] * wh[..., 1:])], axis=-1)  # x1 y1 x2 y2 area
+    arrays = {"features": feats, "order": np.arange(n) if order is None else order,
+              "objects_id": rng.integers(0, 1600, (n, R)), "attrs_id": rng.integers(0, 400, (n, R))}
+    if pixels:
+        boxes[..., :4] *= 500
+        arrays.update(image_w=np.full(n, 500), image_h=np.full(n, 400))
+    arrays["boxes_and_areas"] = boxes
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (np.savez_compressed if compressed else np.savez)(path, **arrays)
+    return {"feats": feats, "boxes": boxes}
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_butd_one_file_per_split_as_pysimt_releases_it(tmp_path, compressed):
+    ref = _obj36(tmp_path / "obj36" / "valid_obj36.npz", compressed=compressed)
+    val = write_lines(tmp_path / "val.txt", IMAGES)
+    logs: list[str] = []
+    info = import_pretrained("butd", tmp_path / "obj36", val, *_out(tmp_path), out_boxes=tmp_path / "o.boxes.npy",
+                             max_boxes=4, log=logs.append)
+    store = RegionStore(tmp_path / "o.npy", tmp_path / "o.boxes.npy", tmp_path / "o.index.parquet")
+    assert info["shape"] == (3, 4, 8) and info["truncated"] == 3 and store.images == IMAGES
+    assert store.lengths.tolist() == [4, 4, 4] and store.width.tolist() == [1, 1, 1]
+    feats, boxes = store.regions(1)
+    np.testing.assert_allclose(feats, ref["feats"][1, :4], rtol=1e-3, atol=1e-3)
+    np.testing.assert_array_equal(boxes, ref["boxes"][1, :4, :4])
+    b = ref["boxes"][2, 0]
+    np.testing.assert_allclose(store.geometry(2)[0], [b[0], b[1], b[2], b[3], b[2] - b[0], b[3] - b[1]], rtol=1e-5)
+    assert "rows in image-list order" in store.meta["row_order"] and "normalised" in store.meta["box_format"]
+    assert store.meta["layout"] == "one file per split" and any("valid_obj36.npz" in line for line in logs)
+
+
+@pytest.mark.parametrize("kind", ["names", "stems", "ids"])
+def test_butd_rows_follow_the_image_list_through_order(tmp_path, kind):
+    shuffled = [2, 0, 1]  # row r of the file holds image shuffled[r] of the list
+    order = {"names": np.array([IMAGES[i] for i in shuffled]),
+             "stems": np.array([IMAGES[i].split(".")[0] for i in shuffled]),
+             "ids": np.array([int(IMAGES[i].split(".")[0]) for i in shuffled])}[kind]
+    ref = _obj36(tmp_path / "obj36" / "train_obj36.npz", order=order, pixels=True)
+    lst = write_lines(tmp_path / "train.txt", IMAGES)
+    info = import_pretrained("butd", tmp_path / "obj36", lst, *_out(tmp_path), out_boxes=tmp_path / "o.boxes.npy")
+    store = RegionStore(tmp_path / "o.npy", tmp_path / "o.boxes.npy", tmp_path / "o.index.parquet")
+    for image, row in zip(IMAGES, range(3)):
+        np.testing.assert_allclose(store.regions(row)[0], ref["feats"][shuffled.index(IMAGES.index(image))],
+                                   rtol=1e-3, atol=1e-3)
+    assert "mapped by the image" in info["row_order"] and store.width.tolist() == [500] * 3
+    assert store.height.tolist() == [400] * 3 and "pixels" in info["box_format"]
+
+
+def test_butd_per_split_mismatches_are_refused_naming_the_file_and_the_fix(tmp_path):
+    lst = write_lines(tmp_path / "train.txt", IMAGES)
+    out = dict(out_boxes=tmp_path / "o.boxes.npy")
+    _obj36(tmp_path / "a" / "train_obj36.npz", n=2)  # another split's count
+    with pytest.raises(DataError, match=r"train_obj36.npz: has 2 rows but .*train.txt has 3 images") as err:
+        import_pretrained("butd", tmp_path / "a", lst, *_out(tmp_path), **out)
+    assert "use the release's file of the same split" in str(err.value)
+    _obj36(tmp_path / "b" / "train_obj36.npz", order=np.array([7, 8, 9]))
+    with pytest.raises(DataError, match="neither the row positions 0..2 nor the numeric ids"):
+        import_pretrained("butd", tmp_path / "b", lst, *_out(tmp_path), **out)
+    _obj36(tmp_path / "c" / "train_obj36.npz", order=np.array(["1000092795.jpg", "10002456.jpg", "42.jpg"]))
+    with pytest.raises(DataError, match="1 image\\(s\\) of the list not named by `order`") as err:
+        import_pretrained("butd", tmp_path / "c", lst, *_out(tmp_path), **out)
+    assert "1000268201.jpg" in str(err.value)
+    np.savez(tmp_path / "d_obj36.npz", features=np.zeros((3, 2, 8), np.float32), order=np.arange(3))
+    with pytest.raises(DataError, match="lacks boxes_and_areas"):
+        import_pretrained("butd", tmp_path / "d_obj36.npz", lst, *_out(tmp_path), **out)
+    assert not (tmp_path / "o.npy").exists() and not list(tmp_path.glob(".o.*"))
+
+
+def test_a_per_image_folder_is_still_read_per_image(tmp_path, image_list):
+    src, _ = _butd_dir(tmp_path)  # BertGen's 10-100-box folders (bottom-up-attention.pytorch's npz per image)
+    info = import_pretrained("butd", src, image_list, *_out(tmp_path), out_boxes=tmp_path / "o.boxes.npy")
+    assert info["shape"] == (3, 36, 2048) and "row_order" not in info

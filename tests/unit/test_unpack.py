@@ -9,7 +9,9 @@ Member layouts the small archives copy (looked up in public code, not in the arc
   ``_2zXAtOKXm0_000004_000014``.
 - pysimt's BUTD release ``multi30k_butd_features.tar.bz2``: top folder ``multi30k_butd_features/``
   (ImperialNLP/pysimt data/multi30k/prepare.sh: ``tar xvf butd.tar.bz2; mv multi30k_butd_features
-  butd``), holding ``<split>_obj36.npz`` (its scripts read ``features/butd/test_2017_flickr_obj36.npz``).
+  butd``), holding ``<split>_obj36.npz`` (its scripts read ``features/butd/test_2017_flickr_obj36.npz``;
+  val is ``valid_obj36.npz``), each with the keys pysimt's ObjectDetectionsDataset reads: ``features``
+  (n, regions, 2048), ``boxes_and_areas`` (n, regions, k), ``order`` (n,).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from mmt_repro.io import DataError
 
 REPO = Path(__file__).resolve().parents[2]
 VIDEOS = ["_2zXAtOKXm0_000004_000014", "-0udK4I3Ke4_000030_000040", "zzit5b_-ukg_000001_000011"]
-SPLITS = ["train", "val", "test_2016_flickr"]
+SPLITS = ["train", "valid", "test_2016_flickr"]  # as the BUTD release names them
 
 
 def npy_bytes(arr: np.ndarray) -> bytes:
@@ -56,7 +58,8 @@ def vatex_zip(path: Path, videos=VIDEOS, top="trainval") -> Path:
 def butd_tar(path: Path) -> Path:
     with tarfile.open(path, "w:bz2") as tar:
         for split in SPLITS:
-            data = npz_bytes(features=np.ones((2, 36, 8), dtype=np.float32), order=np.arange(2))
+            data = npz_bytes(features=np.full((2, 36, 8), SPLITS.index(split), dtype=np.float32),
+                             boxes_and_areas=np.full((2, 36, 5), 0.25, dtype=np.float32), order=np.arange(2))
             info = tarfile.TarInfo(f"multi30k_butd_features/{split}_obj36.npz")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
@@ -83,11 +86,19 @@ def test_the_butd_tarball_loses_its_top_folder_and_a_second_run_does_nothing(tmp
     archive, out = butd_tar(tmp_path / "multi30k_butd_features.tar.bz2"), tmp_path / "obj36"
     unpack_archive(archive, out, strip="multi30k_butd_features", expect="*.npz")
     assert sorted(p.name for p in out.iterdir()) == sorted([LISTING, *(f"{s}_obj36.npz" for s in SPLITS)])
-    with np.load(out / "val_obj36.npz") as z:
+    with np.load(out / "valid_obj36.npz") as z:
         assert z["features"].shape == (2, 36, 8)
-    mtime = (out / "val_obj36.npz").stat().st_mtime_ns
+    mtime = (out / "valid_obj36.npz").stat().st_mtime_ns
     again = unpack_archive(archive, out, strip="multi30k_butd_features", expect="*.npz")
-    assert again["already"] and again["written"] == 0 and (out / "val_obj36.npz").stat().st_mtime_ns == mtime
+    assert again["already"] and again["written"] == 0 and (out / "valid_obj36.npz").stat().st_mtime_ns == mtime
+    # import_regions reads the unpacked folder: the project's split val is the release's valid
+    from mmt_repro.features.pretrained import import_pretrained
+
+    lst = tmp_path / "val.txt"
+    lst.write_text("1000092795.jpg\n10002456.jpg\n", encoding="utf-8")
+    got = import_pretrained("butd", out, lst, tmp_path / "f.npy", tmp_path / "f.index.parquet",
+                            out_boxes=tmp_path / "f.boxes.npy", max_boxes=36)
+    assert got["shape"] == (2, 36, 8) and (np.load(tmp_path / "f.npy") == SPLITS.index("valid")).all()
 
 
 def test_an_interrupted_unpack_resumes_and_keeps_the_members_already_written(tmp_path):

@@ -246,7 +246,7 @@ rule standardize_features:
     benchmark:
         "results/benchmarks/standardize_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.features.feature_sets_of("grid|video"),
+        feature_set=PLAN.features.feature_sets_of("grid|video|pretrained", "resnet50"),
     conda:
         ENV
     container:
@@ -292,6 +292,8 @@ rule standardize_regions:
         "../scripts/standardize_features.py"
 
 
+# Grid stores, extracted or imported (a published ResNet-50 release, `import: resnet50`), are
+# standardised or centred alike.
 rule center_features:
     input:
         npy=f"{PATHS['features']}.npy",
@@ -306,7 +308,7 @@ rule center_features:
     benchmark:
         "results/benchmarks/center_features/{dataset}/{feature_set}/{split}.tsv"
     wildcard_constraints:
-        feature_set=PLAN.features.feature_sets_of("grid"),
+        feature_set=PLAN.features.feature_sets_of("grid|pretrained", "resnet50"),
     conda:
         ENV
     container:

@@ -3,25 +3,29 @@
 :func:`import_pretrained` converts (in resumable chunks, float16, with the same checks as
 extraction) three published formats into the layouts of :mod:`mmt_repro.features.store`:
 
-``kind="resnet50"`` -- the Multi30k ResNet-50 features (one ``.npy`` per split, rows in the
-  order of the split's official image list):
+``kind="resnet50"`` -- Multi30k ResNet-50 features, one ``.npy`` per split, rows in the order of
+  the split's official image list (Multi30k ``image_splits/<split>.txt``):
 
   * ``(N, 2048)`` pool5/avgpool -> store ``(N, 1, 2048)``, layer ``pool5``;
-  * ``(N, 1024, 14, 14)`` (channels first, as the released ``res4frelu`` files),
-    ``(N, 14, 14, 1024)`` or ``(N, 196, 1024)`` res4f -> ``(N, 196, 1024)`` with row
-    ``i * W + j`` = grid cell (i, j) (as :mod:`~mmt_repro.features.extractors`), layer
-    ``res4f``; 2048-channel grids likewise give layer ``res5c``.
+  * ``(N, 1024, H, W)`` (channels first, as nmtpytorch/pysimt write grids), ``(N, H, W, 1024)``
+    or ``(N, H*W, 1024)`` res4f -> ``(N, H*W, 1024)`` with row ``i * W + j`` = grid cell (i, j)
+    (as :mod:`~mmt_repro.features.extractors`), layer ``res4f``; 2048-channel grids likewise
+    give layer ``res5c``;
+  * ``layer="pool5"`` asked of a res5c grid averages the grid over its cells -> ``(N, 1, 2048)``
+    (ResNet's pool5 *is* that mean of the res5c_relu map; a release that L2-normalised the
+    grid gives the mean of the normalised cells, which the index's metadata says).
 
-  ``src`` may also be a directory holding ``<stem of image_list>.npy``.
+  ``src`` is the split's file, or a folder holding it, directly or in one sub-folder (an archive
+  unpacked with its top folder). The split's file is found by name, under the split's own name
+  or a release's spelling of it (:data:`SPLIT_ALIASES`): ``<split>.npy``; nmtpytorch/pysimt's
+  ``<split>-resnet50-<layer>[-r256-c256][-l2norm].npy`` (pysimt's Zenodo release 4298396 holds
+  ``resnet50-256x256/<split>-resnet50-res5c_relu-r256-c256-l2norm.npy``); LIUM's WMT17
+  ``flickr30k_ResNet50_pool5_<split>.npy`` (``test2016``, ``test2017``). Several files of one
+  split are told apart by the ``layer`` named in their file name; none or several left is a
+  :class:`~mmt_repro.io.DataError` listing what the folder holds.
 
-``kind="butd"`` -- bottom-up-attention region features, one ``.npz`` per image in the
-  directory ``src``, found as ``<image name>.npz``, ``<image stem>.npz`` or, for COCO names
-  (``COCO_<split>_<12 digits>``), ``<integer id>.npz``. Keys (either spelling): features
-  ``features``/``x`` (n, D) -- or (D, n), recognised by ``D`` = 2048 --, boxes ``boxes``/``bbox``
-  (n, 4) x1, y1, x2, y2 pixels, ``num_boxes``/``num_bbox`` (optional), ``image_w``/
-  ``image_h``. Written as a region store (``out_boxes`` needed) padded to ``max_boxes``
-  slots; an image with more boxes keeps the first ``max_boxes`` (the files list them by
-  confidence) and the import log counts them.
+``kind="butd"`` -- bottom-up-attention region features, one file per split (pysimt's release) or
+  one file per image: :mod:`mmt_repro.features.butd`.
 
 ``kind="vatex_i3d"`` -- VATEX I3D features, one ``<video id>.npy`` per video in ``src``
   (``(n, 1024)`` or ``(1, n, 1024)``), as a video store ``(N, n_segments, 1024)``: videos
@@ -37,16 +41,16 @@ refused with the offending rows named.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from mmt_repro.features.butd import import_butd
+from mmt_repro.features.release_files import find_items, no_split_file, split_file
 from mmt_repro.features.store import (
     ChunkedWriter,
-    list_problems,
     names_digest,
     raise_for_status,
     read_item_list,
@@ -59,7 +63,6 @@ from mmt_repro.io import DataError, atomic_path
 _log = logging.getLogger(__name__)
 
 KINDS = ("resnet50", "butd", "vatex_i3d")
-_COCO = re.compile(r"^COCO_[A-Za-z0-9]+_0*(\d+)$")
 
 
 def import_pretrained(
@@ -92,30 +95,12 @@ def import_pretrained(
     elif kind == "butd":
         if out_boxes is None:
             raise ValueError("import_pretrained('butd') needs out_boxes")
-        info = _import_butd(src, image_list, out_npy, Path(out_boxes), out_index, int(max_boxes), chunk_size, log)
+        info = import_butd(src, image_list, out_npy, Path(out_boxes), out_index, int(max_boxes), chunk_size, log)
     else:
         info = _import_vatex(src, image_list, out_npy, out_index, n_segments, chunk_size, log)
     info["seconds"] = time.perf_counter() - t0
     log(f"[import] {kind}: wrote {out_npy} {tuple(info['shape'])} float16 from {src} in {info['seconds']:.1f}s")
     return info
-
-
-def _find(src: Path, name: str, suffix: str) -> Path | None:
-    stem = Path(name).stem
-    cands = [src / f"{name}{suffix}", src / f"{stem}{suffix}"]
-    m = _COCO.match(stem)
-    if m:
-        cands.append(src / f"{int(m.group(1))}{suffix}")
-    return next((c for c in cands if c.is_file()), None)
-
-
-def _find_all(src: Path, names: list[str], suffix: str, what: str) -> list[Path]:
-    found = [_find(src, n, suffix) for n in names]
-    missing = [f"{n} (no {n}{suffix} or {Path(n).stem}{suffix})" for n, p in zip(names, found) if p is None]
-    if missing:
-        raise DataError(src, list_problems("missing pre-extracted", missing, src, what=what),
-                        "download the complete official feature release, or remove those items from the list")
-    return found  # type: ignore[return-value]
 
 
 def _to_rows(arr: np.ndarray, src: Path) -> tuple[np.ndarray, str, int]:
@@ -142,108 +127,53 @@ def _to_rows(arr: np.ndarray, src: Path) -> tuple[np.ndarray, str, int]:
 def _import_resnet(src, image_list, out_npy, out_index, layer, chunk_size, log) -> dict:
     names = read_item_list(image_list)
     if src.is_dir():
-        cand = src / f"{image_list.stem}.npy"
-        if not cand.is_file():
-            raise DataError(src, f"no {cand.name} in this folder", "pass the split's .npy file itself as src")
-        src = cand
+        found = split_file(src, image_list.stem, ".npy", layer)
+        if found is None:
+            raise no_split_file(src, image_list.stem, ".npy")
+        src = found
     try:
         raw = np.load(src, mmap_mode="r")
     except Exception as err:
         raise DataError(src, f"cannot read as .npy ({type(err).__name__}: {err})", "download the file again") from err
     rows, found_layer, side = _to_rows(raw, src)
-    if layer is not None and layer != found_layer:
+    pooled = layer == "pool5" and found_layer == "res5c"  # ResNet's pool5 = the mean of its res5c_relu map
+    if layer is not None and layer != found_layer and not pooled:
         raise DataError(src, f"holds {found_layer} features (shape {raw.shape}) but layer {layer!r} was asked for",
                         "point src at the file of the requested layer")
     if rows.shape[0] != len(names):
         raise DataError(src, f"has {rows.shape[0]} rows but {image_list} has {len(names)} images",
-                        "use the features of the same split (rows follow the official image list order)")
+                        "use the features of the same split: the release's rows follow the split's official image "
+                        "list (Multi30k image_splits/<split>.txt), one row per line")
     n, L, D = rows.shape
+    out_L = 1 if pooled else L
     fingerprint = {"kind": "resnet50", "src": str(src.resolve()), "size": src.stat().st_size,
-                   "mtime": src.stat().st_mtime_ns, "names": names_digest(names)}
-    arrays = {"features": (out_npy, (n, L, D), "float16"), "status": (None, (n,), "uint8")}
+                   "mtime": src.stat().st_mtime_ns, "names": names_digest(names), "pooled": pooled}
+    arrays = {"features": (out_npy, (n, out_L, D), "float16"), "status": (None, (n,), "uint8")}
     step = max(1, min(chunk_size, (256 << 20) // max(L * D * 4, 1)))
+    if pooled:
+        log(f"[import] {src.name}: pool5 as the mean of its {side} x {side} res5c grid (ResNet's average pool)")
     with atomic_path(out_index) as tmp_index, ChunkedWriter(out_npy, arrays, step, fingerprint, log=log,
                                                             tag="import") as w:
         for _, a, b in w.pending():
             x = np.asarray(rows[a:b], dtype=np.float32)
+            if pooled:
+                x = x.mean(axis=1, keepdims=True)
             w.arrays["status"][a:b] = row_status(x)
             w.arrays["features"][a:b] = to_float16(x)
         raise_for_status(np.asarray(w.arrays["status"]), names, src, "image", "the file is corrupt: download it again")
-        meta = {"kind": "grid", "extractor": "resnet50", "layer": found_layer, "weights": "pretrained",
-                "weights_desc": f"official pre-extracted features {src.name}", "source": str(src),
-                "source_shape": list(raw.shape), "image_size": int(side * 16) if found_layer == "res4f" else
-                (int(side * 32) if found_layer == "res5c" else None), "shape": [n, L, D], "dtype": "float16",
+        meta = {"kind": "grid", "extractor": "resnet50", "layer": "pool5" if pooled else found_layer,
+                "weights": "pretrained", "weights_desc": f"official pre-extracted features {src.name}",
+                "source": str(src), "source_shape": list(raw.shape),
+                "image_size": int(side * 16) if found_layer == "res4f" else
+                (int(side * 32) if found_layer == "res5c" else None), "shape": [n, out_L, D], "dtype": "float16",
                 "image_list": str(image_list)}
+        if pooled:
+            meta["derived"] = (f"mean over the {side} x {side} cells of the file's res5c grid (as normalised in the "
+                               "file: an L2-normalised grid gives the mean of unit vectors, not the raw pool5)")
         write_index(tmp_index, names, meta)
         w.commit()
-    return {"n": n, "shape": (n, L, D), "layer": found_layer, "npy": str(out_npy), "index": str(out_index)}
-
-
-def _pick(z, keys: tuple[str, ...]):
-    for k in keys:
-        if k in z.files:
-            return z[k]
-    return None
-
-
-def _read_butd(path: Path, D: int | None) -> tuple[np.ndarray, np.ndarray, int, int]:
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            feats, boxes = _pick(z, ("features", "x")), _pick(z, ("boxes", "bbox"))
-            num, w, h = _pick(z, ("num_boxes", "num_bbox")), _pick(z, ("image_w",)), _pick(z, ("image_h",))
-            keys = z.files
-    except Exception as err:
-        raise DataError(path, f"cannot read as .npz ({type(err).__name__}: {err})", "download it again") from err
-    lacking = [k for k, v in (("features/x", feats), ("boxes/bbox", boxes), ("image_w", w), ("image_h", h)) if v is None]
-    if lacking:
-        raise DataError(path, f"lacks {', '.join(lacking)} (has {keys})",
-                        "expected bottom-up-attention .npz files with features, boxes, image_w and image_h")
-    feats, boxes = np.asarray(feats), np.asarray(boxes, dtype=np.float32)
-    if feats.ndim == 2 and feats.shape[1] != (D or 2048) and feats.shape[0] == (D or 2048):
-        feats = feats.T  # some releases store (D, n)
-    k = int(num) if num is not None else feats.shape[0]
-    if feats.ndim != 2 or boxes.shape != (feats.shape[0], 4) or k != feats.shape[0] or (D and feats.shape[1] != D):
-        raise DataError(path, f"inconsistent shapes: features {feats.shape}, boxes {boxes.shape}, num_boxes {k}"
-                        + (f", other files have {D}-d features" if D else ""), "download it again")
-    return feats, boxes, int(w), int(h)
-
-
-def _import_butd(src, image_list, out_npy, out_boxes, out_index, K, chunk_size, log) -> dict:
-    names = read_item_list(image_list)
-    files = _find_all(src, names, ".npz", "image")
-    D = int(_read_butd(files[0], None)[0].shape[1])
-    n = len(names)
-    fingerprint = {"kind": "butd", "src": str(src.resolve()), "names": names_digest(names), "K": K, "D": D}
-    arrays = {"features": (out_npy, (n, K, D), "float16"), "boxes": (out_boxes, (n, K, 4), "float32"),
-              "n_boxes": (None, (n,), "int32"), "size": (None, (n, 2), "int32"), "status": (None, (n,), "uint8"),
-              "truncated": (None, (n,), "uint8")}
-    with atomic_path(out_index) as tmp_index, ChunkedWriter(out_npy, arrays, chunk_size, fingerprint, log=log,
-                                                            tag="import") as w:
-        A = w.arrays
-        for _, a, b in w.pending():
-            for row in range(a, b):
-                feats, boxes, width, height = _read_butd(files[row], D)
-                k = min(len(feats), K)
-                padded = np.zeros((K, D), dtype=np.float32)
-                padded[:k] = feats[:k]
-                A["status"][row] = row_status(padded[None])[0]
-                A["features"][row] = to_float16(padded)
-                A["boxes"][row] = 0
-                A["boxes"][row, :k] = boxes[:k]
-                A["n_boxes"][row], A["size"][row], A["truncated"][row] = k, (width, height), len(feats) > K
-        raise_for_status(np.asarray(A["status"]), names, src, "image", "those files are corrupt: download them again")
-        n_boxes, size, cut = np.array(A["n_boxes"]), np.array(A["size"]), int(np.asarray(A["truncated"]).sum())
-        if cut:
-            log(f"[import] {cut} image(s) had more than {K} boxes; kept their first {K}")
-        meta = {"kind": "regions", "backend": "butd-pretrained", "weights": "pretrained",
-                "weights_desc": f"official pre-extracted bottom-up-attention features {src}", "source": str(src),
-                "feature_dim": D, "max_boxes": K, "truncated_images": cut, "shape": [n, K, D], "dtype": "float16",
-                "boxes_file": out_boxes.name, "box_format": "x1,y1,x2,y2 pixels of the original image, float32",
-                "image_list": str(image_list)}
-        write_index(tmp_index, names, meta, columns={"n_boxes": n_boxes, "width": size[:, 0], "height": size[:, 1]})
-        w.commit()
-    return {"n": n, "shape": (n, K, D), "mean_boxes": float(n_boxes.mean()), "truncated": cut,
-            "npy": str(out_npy), "boxes": str(out_boxes), "index": str(out_index)}
+    return {"n": n, "shape": (n, out_L, D), "layer": meta["layer"], "npy": str(out_npy), "index": str(out_index),
+            "source": str(src)}
 
 
 def _vatex_array(path: Path) -> np.ndarray:
@@ -263,7 +193,7 @@ def _import_vatex(src, video_list, out_npy, out_index, n_segments, chunk_size, l
     from mmt_repro.features.video import pick_evenly
 
     names = read_item_list(video_list, "video")
-    files = _find_all(src, names, ".npy", "video")
+    files = find_items(src, names, ".npy", "video")
     shapes = [_vatex_array(f).shape for f in files]
     dims = {s[1] for s in shapes}
     if len(dims) != 1:

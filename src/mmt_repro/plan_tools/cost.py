@@ -499,6 +499,9 @@ def feature_shape(name: str, fs: dict) -> tuple[int, int]:
     kind = fs.get("kind", "grid")
     if fs.get("import") == "vatex_i3d" or kind == "video":
         return int(fs.get("n_segments", 32)), 1024 if fs.get("import") == "vatex_i3d" else 2048
+    if fs.get("import") == "resnet50":  # a published ResNet-50 release: its layer (pysimt's res5c: 8 x 8 at 256 px)
+        layer = fs.get("layer") or "pool5"
+        return {"pool5": (1, 2048), "res5c": (64, 2048)}.get(layer, (196, 1024))
     if fs.get("import") == "butd" or kind == "pretrained":
         return int(fs.get("max_boxes", 36)) + 1, 2048
     if kind == "regions":

@@ -6,6 +6,8 @@ target path to ask Snakemake for. Torch-free, from the config and the settings a
 A need is *configured* when its folder or file is given in the config (a request-only input's
 key is set, a pretrained feature set's ``src`` is set) or the workflow makes it (generated
 grounded data, downloadable inputs, features the workflow extracts from configured images).
+A table whose feature set is ``kind: pretrained`` needs that set's files, not the dataset's
+images; the listing names the published release (manifest input) the workflow fetches for it.
 :mod:`mmt_repro.plan_tools.preflight` checks further that the files are really there.
 """
 
@@ -30,11 +32,14 @@ def _media_need(plan, dataset: str) -> dict | None:
 
 
 def _feature_need(plan, dataset: str, feature_set: str) -> dict | None:
+    """A pretrained feature set's files: its ``src``, and the manifest input (a published release)
+    whose archive the workflow fetches and unpacks there, when ``src`` lies in such a folder."""
     fs = plan.feature_set_config(dataset, feature_set)
     if fs.get("kind") != "pretrained":
         return None
+    folder = plan.unpacked_folder(fs.get("src"))
     return {"need": f"pretrained features {feature_set}", "key": f"datasets.{dataset}.features.{feature_set}.src",
-            "configured": bool(fs.get("src")), "input": ""}
+            "configured": bool(fs.get("src")), "input": folder.split("/")[1] if folder else ""}
 
 
 def _weight_needs(plan, paper: str, systems) -> list[dict]:
@@ -99,6 +104,7 @@ def format_catalogue(rows: list[dict]) -> str:
                    f"systems: {', '.join(r['systems'])}")
         for n in r["needs"]:
             mark = "set" if n["configured"] else "NOT SET"
-            where = f" ({n['key']})" if n["key"] else ""
+            release = f"; published release {n['input']}" if n["need"].startswith("pretrained") and n["input"] else ""
+            where = f" ({n['key']}{release})" if n["key"] else ""
             out.append(f"      needs {n['need']}: {mark}{where}")
     return "\n".join(out)

@@ -95,8 +95,8 @@ STAGES: dict[str, Stage] = {
         entries=_m("features.grid", "features.regions", "features.video", "features.pretrained",
                    "features.constant", "features.standardize"),
         decides=_m("features.store", "features.images", "features.extractors", "features.detectors", "features.grid",
-                   "features.regions", "features.video", "features.pretrained", "features.constant",
-                   "features.standardize"),
+                   "features.regions", "features.video", "features.pretrained", "features.butd",
+                   "features.release_files", "features.constant", "features.standardize"),
     ),
     "alignment": Stage(entries=_m("execute.alignment"), decides=_m("execute.alignment", "text.align")),
     "backtranslation": Stage(
