@@ -22,7 +22,7 @@ from ..features.store import open_features
 from ..io import DataError, read_lines
 from ..models import Vocabs, build_model
 from ..plan.jobs import TrainJob
-from ..settings import TrainConfig, import_model_modules, make_train_config, pair_langs
+from ..settings import TrainConfig, import_model_modules, make_train_config, pair_langs, scaled_train_config
 from ..text.recipes import merge_subwords
 from ..text.vocab import Vocab
 from .resume import field_defaults, same_configuration
@@ -194,7 +194,7 @@ def build_run(job: TrainJob, code: str | None = None) -> Run:
     (:func:`~mmt_repro.datasets.view.training_view`).
     ``code``: the code version running (kept in the checkpoints' progress as ``trained_by`` for
     every epoch it trains)."""
-    cfg = make_train_config(dict(job.train_config))
+    cfg = scaled_train_config(make_train_config(dict(job.train_config)))  # batch_scale k: k x the examples
     import_model_modules(list(job.imports))
     dev = pick_device(job.device)
     torch.manual_seed(cfg.seed)
@@ -213,7 +213,7 @@ def build_run(job: TrainJob, code: str | None = None) -> Run:
     check_feature_dim(model, train_features, val_features)
     optimizer = configured_optimizer(cfg, model.parameters())
     # the pairs, or the view the model declares (BertGen: unrolled examples of every task)
-    data: TrainingData = training_view(model, train_data, task_data)
+    data: TrainingData = training_view(model, train_data, task_data, cfg.shape_buckets, cfg.batch_size)
     for line in (data.describe(), data.hold_features_on(dev)):
         if line:
             log.info("%s", line)
