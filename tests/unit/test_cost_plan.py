@@ -18,8 +18,8 @@ from mmt_repro.config import load_yaml
 from mmt_repro.plan import Plan, load_plan
 from mmt_repro.plan_tools.cost import (ASSUMED, SPARE_RETRIES, MiB, attempts_for, calibration_entry, cost_plan,
                                        decode_step_s, family, format_cost_plan, mapped_stores, max_runtime_min,
-                                       mean_length, retries_for, split_size, train_cost, train_mem_mb, train_retries,
-                                       train_runtime, validation_sets, wordpieces)
+                                       mean_length, retries_for, split_size, suggested_buckets, train_cost,
+                                       train_mem_mb, train_retries, train_runtime, validation_sets, wordpieces)
 from mmt_repro.plan_tools.walk import training_runs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -166,6 +166,11 @@ def test_bertgen_levers_price_k_examples_per_task_beside_the_exact_run(plan, tmp
     assert k8["step_ms"] == (ms, 8 * ms) and "not measured at k" in k8["step_source"]
     assert graphs["step_ms"][0] == pytest.approx(ms / 2.74) and "one fixed shape, H200" in graphs["step_source"]
     assert buckets["train_h"] is None and buckets["step_source"].startswith("not measured")
+    # the suggested buckets: the capped image rows (64 + [END] -> 72), then x1.5 up to the longest
+    # MT row (150 + 150 pieces + 6 = 306 -> 312), multiples of 8
+    assert "shape_buckets [72, 112, 168, 256, 312]" in buckets["what"]
+    assert suggested_buckets({"image_seq_len": 0, "max_regions": 5}, {"max_len": 10}, True) == [16, 24, 32]  # 2 x 10 + 6 = 26
+    assert suggested_buckets({}, {"max_len": 150}, False) == [16, 24, 40, 64, 96, 144, 216, 312]
     text = format_cost_plan(report)
     assert "BertGen step levers" in text and "3,275,640" in text and "26,204,805" in text
     assert "not measured: no GPU has run the bucketed step" in text

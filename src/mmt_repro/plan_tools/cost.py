@@ -20,6 +20,7 @@ import math
 import os
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 
 #: Published training-set sizes (sentence pairs) of corpora whose files declare no line count.
 PUBLISHED_SIZES = {
@@ -543,7 +544,31 @@ def graph_factor(repo: str) -> tuple[float, str] | None:
     return None
 
 
-def bertgen_levers(row: dict, k: int = BERTGEN_K, graphs: tuple[float, str] | None = None) -> list[dict]:
+def suggested_buckets(model_config: dict, train_config: dict, image_tasks: bool, ratio: float = 1.5) -> list[int]:
+    """Row widths for BertGen's ``shape_buckets`` from what the plan knows of a run: a row is
+    ``[lang] [CLS] x [SEP] y_<t [MASK] [SEP]`` + regions + ``[END]``. The narrowest bucket holds
+    an image task's capped row (``image_seq_len`` + 1: every step of a run with an image task
+    has such rows, most of them at the cap), the widest the longest MT row (both sides at
+    ``max_len``: ``2 max_len + 6``; without the cap, a caption beside ``max_regions`` slots if
+    wider); in between, each ``ratio`` times the last (a padded step costs at most ``ratio``
+    times its width). Multiples of 8 (the attention kernels' tiles)."""
+    def up8(x: float) -> int:
+        return int(math.ceil(x / 8) * 8)
+
+    max_len = int(train_config.get("max_len", 80))
+    cap = int(model_config.get("image_seq_len") or 0)
+    widest = 2 * max_len + 6
+    if image_tasks and not cap:
+        widest = max(widest, max_len + 5 + int(model_config.get("max_regions", 101)))
+    narrowest = cap + 1 if image_tasks and cap else 16
+    out = [up8(narrowest)]
+    while out[-1] < widest:
+        out.append(min(up8(out[-1] * ratio), up8(widest)))
+    return out
+
+
+def bertgen_levers(row: dict, k: int = BERTGEN_K, graphs: tuple[float, str] | None = None,
+                   buckets: list[int] | None = None) -> list[dict]:
     """The training hours of a BertGen run (a :func:`train_cost` row) under each lever, beside
     the exact run: ``exact`` (one example per task a step, the paper's), ``k`` (``batch_scale``
     k: k examples per task a step, ceil(unrolled / k) updates an epoch; the step at k examples is
@@ -575,7 +600,7 @@ def bertgen_levers(row: dict, k: int = BERTGEN_K, graphs: tuple[float, str] | No
         out.append({"lever": "graphs", "what": "exact, step replayed as a CUDA graph", "updates": exact,
                     "step_ms": (ms / factor,) * 2, "step_source": f"/ {factor:.2f}, measured: {where}",
                     "train_h": (exact * ms / factor / 3.6e6,) * 2})
-    out.append({"lever": "buckets", "what": "exact, shape buckets + CUDA graphs (shape_buckets)", "updates": exact,
+    out.append({"lever": "buckets", "what": f"exact, shape_buckets {buckets or '[...]'} + CUDA graphs", "updates": exact,
                 "step_ms": None, "step_source": "not measured: no GPU has run the bucketed step", "train_h": None})
     return out
 
@@ -619,7 +644,10 @@ def cost_plan(plan, targets, gpu: str | None = None, bertgen_k: int = BERTGEN_K)
     rows = [train_cost(plan, plan.train_jobs.job(w), gpu) for w in runs]
     for r in rows:
         if r["model"].startswith("bertgen") and r["multi_task"]:
-            r["levers"] = bertgen_levers(r, bertgen_k, graph_factor(str(plan.repo)))
+            job = plan.train_jobs.job(SimpleNamespace(**{k: r[k] for k in ("paper", "system", "dataset", "pair", "seed")}))
+            images = bool(job.inputs.get("train_npy")) or any(t.get("features") for t in job.tasks)
+            r["levers"] = bertgen_levers(r, bertgen_k, graph_factor(str(plan.repo)),
+                                         suggested_buckets(job.model_config, job.train_config, images))
     by_key = {(r["paper"], r["system"], r["dataset"], r["pair"], int(r["seed"])): r for r in rows}
     done: dict = {}
 
