@@ -532,6 +532,46 @@ def test_shape_buckets_give_the_unpadded_loss_and_gradients(vocab, tmp_path, use
     assert compared >= len(list(plain.parameters())) - 2  # every gradient but [END]'s and at most one more is not 0
 
 
+def test_bucketed_step_traces_as_one_graph_per_shape(vocab, tmp_path):
+    """The trainer's compiled step on a CPU (TorchDynamo and AOTAutograd, the ``aot_eager``
+    backend in place of Inductor's CUDA graphs): the padded step traces whole (``fullgraph``),
+    a batch of a bucket already seen reuses its graph, a new bucket adds one, and loss and gradients are
+    the eager step's."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from mmt_repro.train.graphs import compiled_step
+
+    src, tgt = corpus(tmp_path, 12)
+    data = ParallelData(src, vocab, tgt, vocab, features=Regions(12), langs=("en", "de"))
+    msrc, mtgt = corpus(tmp_path, 10, seed=2)
+    mt = ParallelData(msrc, vocab, mtgt, vocab, langs=("de", "en"))
+    model = tiny(vocab, region_dropout=0.0, visual_ln_init=1.0)
+    view = training_view(model, data, {"mt": mt}, shape_buckets=[16, 20, 24, 48], batch_size=3)
+    torch._dynamo.reset()
+    counters.clear()
+    step = compiled_step(model, 4, backend="aot_eager")
+    assert torch._dynamo.config.recompile_limit >= 8
+    steps = [[[0, 3], [0, 17], [0, 40], [1, 5], [1, 2], [1, 30]], [[0, 1], [0, 2], [0, 4], [1, 0], [1, 1], [1, 3]],
+             [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]]
+    widths = []
+    for ids in steps:
+        batch = view.collate(np.array(ids))
+        widths.append(batch["lay_tokens"].size(1))
+        model.zero_grad()
+        eager = model(batch)
+        eager["loss"].backward()
+        want = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        got = step(batch)
+        got["loss"].backward()
+        assert torch.allclose(got["loss"], eager["loss"], rtol=0, atol=1e-6)
+        assert all(torch.allclose(p.grad, w, rtol=1e-5, atol=1e-6) for p, w in zip(model.parameters(), want))
+    assert widths == [20, 24, 20]  # raw widths 20, 21, 19
+    assert counters["stats"]["unique_graphs"] == 2 and not counters["graph_break"]
+    torch._dynamo.reset()
+
+
 def test_shape_buckets_refuse_packed_rows_and_a_model_of_pairs(vocab, tmp_path):
     src, tgt = corpus(tmp_path, 4)
     data = ParallelData(src, vocab, tgt, vocab, langs=("en", "de"))

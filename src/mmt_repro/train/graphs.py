@@ -15,8 +15,10 @@ Everywhere else (the CPU, or no buckets) the model runs eagerly, as without this
 padded batches still give the unpadded loss and gradients (to float rounding). The log says
 which path ran (:func:`step_forward`'s second value).
 
-Not run on a CPU: :func:`_compiled` (the CUDA branch). The tests cover the padding and the
-choice of path; a GPU check runs the compiled step (docs/bertgen.md, "Speed levers").
+Not run on a CPU: Inductor's CUDA-graph recording and replay. The tests cover the padding,
+the choice of path, and TorchDynamo/AOTAutograd's trace of the padded step (:func:`compiled_step`
+with the ``aot_eager`` backend: one graph per shape, no graph break, the eager loss and
+gradients); only a GPU runs the recorded graphs (docs/bertgen.md, "Speed levers").
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["mark_step", "step_forward"]
+__all__ = ["compiled_step", "mark_step", "step_forward"]
 
 
 def step_forward(model: torch.nn.Module, shape_buckets, device: torch.device) -> tuple[Callable, str]:
@@ -37,19 +39,21 @@ def step_forward(model: torch.nn.Module, shape_buckets, device: torch.device) ->
     if device.type != "cuda":
         return model, (f"eager with shape buckets {buckets} (CUDA graphs need a CUDA device; "
                        f"{device.type} runs the padded batches eagerly)")
-    return _compiled(model, len(buckets)), (f"CUDA graphs: torch.compile(mode='reduce-overhead', dynamic=False), "
-                                            f"one graph per shape, shape buckets {buckets}")
+    return compiled_step(model, len(buckets)), (f"CUDA graphs: torch.compile(mode='reduce-overhead', dynamic=False), "
+                                                f"one graph per shape, shape buckets {buckets}")
 
 
-# ----------------------------------------------------------------------------- CUDA only
-def _compiled(model: torch.nn.Module, n_buckets: int) -> Callable:  # pragma: no cover - needs a CUDA device
-    """The model compiled for CUDA-graph replay, one specialisation per batch shape: the buckets,
-    and a few more for rows wider than the last bucket (past the limit TorchDynamo runs the
-    frame eagerly)."""
+def compiled_step(model: torch.nn.Module, n_buckets: int, backend: str | None = None) -> Callable:
+    """The model compiled with one specialisation per batch shape (``dynamic=False``): the
+    buckets, and a few more for rows wider than the last bucket (past the limit TorchDynamo runs
+    the frame eagerly). ``backend`` None: Inductor with ``mode="reduce-overhead"`` (CUDA graphs,
+    the trainer's on CUDA); the tests pass ``"aot_eager"`` to trace the same graphs on a CPU."""
     import torch._dynamo
 
     torch._dynamo.config.recompile_limit = max(int(torch._dynamo.config.recompile_limit), n_buckets + 4)
-    return torch.compile(model, mode="reduce-overhead", dynamic=False)
+    if backend is not None:
+        return torch.compile(model, backend=backend, dynamic=False)
+    return torch.compile(model, mode="reduce-overhead", dynamic=False)  # pragma: no cover - CUDA only
 
 
 def mark_step(forward: Callable) -> None:
