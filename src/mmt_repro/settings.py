@@ -102,14 +102,11 @@ class TrainConfig:
     # multi-task runs: also keep each extra task's best checkpoint by its validation BLEU (tasks with
     # `val: true`), decoded by that task's tables (mmt_repro.train.task_best)
     best_per_task: bool = False
-    # BertGen (opt-in): each batch's row width (text + regions + [END]) padded up to the next of these
-    # widths, its rows and images to the step's fixed counts, padded labels ignored by the loss: a step
-    # has one of a few shapes (replayed as CUDA graphs on a GPU, mmt_repro.train.graphs); []: off, the
-    # eager unpadded batches. A row wider than the last width keeps its own width
+    # BertGen (opt-in): batches padded to the next of these row widths (text + regions + [END]), the step's
+    # rows and images, so a step has one of a few shapes (CUDA graphs on a GPU: train.graphs); []: off
     shape_buckets: list[int] = field(default_factory=list)
-    # k examples per task and step instead of batch_size (BertGen's option, a deviation from the
-    # paper's one): batch_size x k, lr x k (the authors' base_lr = LR x examples a step), warmup_steps
-    # and decay_steps / k, applied once by the trainer (scaled_train_config); 1: the config as it is
+    # k examples per task a step (BertGen's option, a deviation): batch_size x k, lr x k, warmup_steps and
+    # decay_steps / k (mmt_repro.train.schedules.scaled_train_config); 1: the config as it is
     batch_scale: int = 1
 
     def __post_init__(self):
@@ -130,20 +127,6 @@ class TrainConfig:
         buckets = list(self.shape_buckets)
         if any(int(w) < 1 for w in buckets) or buckets != sorted(set(buckets)):
             raise ValueError(f"shape_buckets must be increasing positive row widths, got {buckets}")
-
-
-def scaled_train_config(cfg: TrainConfig) -> TrainConfig:
-    """``cfg`` at ``batch_scale`` k: ``batch_size`` x k examples (per task, for BertGen), the
-    peak ``lr`` x k, ``warmup_steps`` and ``decay_steps`` / k (rounded; the same examples seen
-    during warm-up and before the decay ends); ``batch_scale`` stays k. The learning rate follows
-    the authors' linear rule, ``base_lr = TRAIN.LR * batch_size`` with ``batch_size`` the
-    examples of a step (ImperialNLP/BertGen, ``LanguageGeneration/function/train.py`` L207-211).
-    k = 1 returns ``cfg`` itself. Apply it once (the trainer does, in ``build_run``)."""
-    k = int(cfg.batch_scale)
-    if k == 1:
-        return cfg
-    return dataclasses.replace(cfg, batch_size=cfg.batch_size * k, lr=cfg.lr * k,
-                               warmup_steps=round(cfg.warmup_steps / k), decay_steps=round(cfg.decay_steps / k))
 
 
 def make_train_config(values: dict | None) -> TrainConfig:

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from mmt_repro.checkpoint import read_checkpoint
-from mmt_repro.settings import make_train_config, scaled_train_config
+from mmt_repro.settings import make_train_config
+from mmt_repro.train.schedules import scaled_train_config
 from mmt_repro.train.graphs import step_forward
 from mmt_repro.train.run import build_run
 from mmt_repro.train.trainer import INTERRUPTED_EXIT_CODE, train
@@ -63,7 +64,7 @@ def test_bucketed_run_pads_every_batch_and_resumes_exactly(tmp_path, vocab, monk
     every resumed run)."""
     buckets = [12, 16, 24, 40]
     run = build_run(job_of(tmp_path, vocab, tmp_path / "probe", shape_buckets=buckets))
-    assert run.forward is run.model and run.step_path.startswith("eager with shape buckets")
+    assert run.forward is None and run.step_path.startswith("eager with shape buckets")
     batches = run.train_data.train_batches(3, 3, 1)
     shapes = {tuple(run.train_data.collate(b)["lay_tokens"].shape) for b in batches}
     assert {rows for rows, _ in shapes} == {9} and {w for _, w in shapes} <= set(buckets), shapes
@@ -117,9 +118,9 @@ def test_batch_scale_1_is_the_run_without_it_and_k_scales_batch_rate_and_warmup(
 
 def test_step_forward_is_the_model_without_buckets_or_off_cuda():
     model = torch.nn.Linear(2, 2)
-    assert step_forward(model, [], torch.device("cpu")) == (model, "eager")
+    assert step_forward(model, [], torch.device("cpu")) == (None, "eager")
     forward, what = step_forward(model, [32, 64], torch.device("cpu"))
-    assert forward is model and "eager with shape buckets [32, 64]" in what and "CUDA device" in what
+    assert forward is None and "eager with shape buckets [32, 64]" in what and "CUDA device" in what
     with pytest.raises(ValueError, match="shape_buckets must be increasing"):
         make_train_config({"shape_buckets": [64, 32]})
     with pytest.raises(ValueError, match="batch_scale must be >= 1"):

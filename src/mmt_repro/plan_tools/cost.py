@@ -20,7 +20,8 @@ import math
 import os
 from functools import lru_cache
 from pathlib import Path
-from types import SimpleNamespace
+
+from .levers import BERTGEN_K, attach_levers, format_levers
 
 #: Published training-set sizes (sentence pairs) of corpora whose files declare no line count.
 PUBLISHED_SIZES = {
@@ -354,7 +355,7 @@ def train_cost(plan, job, gpu: str | None = None) -> dict:
             tok, tok_src = float(prec["tokens_per_step"]) / float(entry["batch"]), "calibration batch"
         else:
             tok, tok_src = ASSUMED["target_tokens"], "est"
-    # batch_scale k: k x batch_size examples a step (settings.scaled_train_config)
+    # batch_scale k: k x batch_size examples a step (train.schedules.scaled_train_config)
     bs, acc = int(tc.get("batch_size", 80)) * int(tc.get("batch_scale", 1)), int(tc.get("accumulate", 1))
     unrolled = None
     epoch_unit = ""
@@ -438,9 +439,8 @@ def train_cost(plan, job, gpu: str | None = None) -> dict:
         "stores_mb": sum(stores.values()) / MiB, "stores": stores, "model_mb": model_mb, "corpus_mb": corpus_mb,
         "mem_mb": mem_mb, "estimate_min": est_min, "runtime": runtime, "max_runtime_min": cap,
         "attempts": attempts, "resumable": bool(job.last), "notes": notes,
-        # BertGen: the reference task's unrolled examples an epoch, examples per task a step, epochs
         "unrolled": unrolled, "batch_size": bs, "batch_scale": int(tc.get("batch_scale", 1)), "epochs": epochs,
-        "accumulate": acc, "multi_task": bool(job.tasks),
+        "accumulate": acc, "multi_task": bool(job.tasks),  # BertGen's unrolled epoch and step (plan_tools.levers)
     }
 
 
@@ -520,120 +520,6 @@ def _num(x, fmt="{:,.1f}", none="?"):
     return none if x is None else fmt.format(x)
 
 
-# ---- BertGen's step levers
-#: k of BertGen's ``batch_scale`` option that the plan prices beside a run configured at k = 1
-BERTGEN_K = 8
-#: The committed record of the CUDA-graph benchmark (one fixed batch shape, mode reduce-overhead).
-GRAPH_EVIDENCE = "reference/benchmarks/transcribed/gpu_compile.tsv"
-
-
-@lru_cache(maxsize=4)
-def graph_factor(repo: str) -> tuple[float, str] | None:
-    """(speed-up, what it was measured on) of BertGen's 13-task step replayed as a CUDA graph
-    at one fixed batch shape (:data:`GRAPH_EVIDENCE`), None without that record."""
-    file = Path(repo) / GRAPH_EVIDENCE
-    if not file.exists():
-        return None
-    lines = file.read_text(encoding="utf-8").splitlines()
-    head = lines[0].split("\t")
-    for line in lines[1:]:
-        r = dict(zip(head, line.split("\t")))
-        if r.get("measure", "").startswith("one fixed batch shape") and r.get("model", "").startswith("bertgen"):
-            eager, graph = (r[k].split(" / ")[1] for k in ("eager ms (min / median / max)", "compiled ms (min / median / max)"))
-            return float(r["speed-up"]), f"{eager} -> {graph} ms median, one fixed shape, {r['GPU']}"
-    return None
-
-
-def suggested_buckets(model_config: dict, train_config: dict, image_tasks: bool, ratio: float = 1.5) -> list[int]:
-    """Row widths for BertGen's ``shape_buckets`` from what the plan knows of a run: a row is
-    ``[lang] [CLS] x [SEP] y_<t [MASK] [SEP]`` + regions + ``[END]``. The narrowest bucket holds
-    an image task's capped row (``image_seq_len`` + 1: every step of a run with an image task
-    has such rows, most of them at the cap), the widest the longest MT row (both sides at
-    ``max_len``: ``2 max_len + 6``; without the cap, a caption beside ``max_regions`` slots if
-    wider); in between, each ``ratio`` times the last (a padded step costs at most ``ratio``
-    times its width). Multiples of 8 (the attention kernels' tiles)."""
-    def up8(x: float) -> int:
-        return int(math.ceil(x / 8) * 8)
-
-    max_len = int(train_config.get("max_len", 80))
-    cap = int(model_config.get("image_seq_len") or 0)
-    widest = 2 * max_len + 6
-    if image_tasks and not cap:
-        widest = max(widest, max_len + 5 + int(model_config.get("max_regions", 101)))
-    narrowest = cap + 1 if image_tasks and cap else 16
-    out = [up8(narrowest)]
-    while out[-1] < widest:
-        out.append(min(up8(out[-1] * ratio), up8(widest)))
-    return out
-
-
-def bertgen_levers(row: dict, k: int = BERTGEN_K, graphs: tuple[float, str] | None = None,
-                   buckets: list[int] | None = None) -> list[dict]:
-    """The training hours of a BertGen run (a :func:`train_cost` row) under each lever, beside
-    the exact run: ``exact`` (one example per task a step, the paper's), ``k`` (``batch_scale``
-    k: k examples per task a step, ceil(unrolled / k) updates an epoch; the step at k examples is
-    not measured, so its time lies between the 1-example step's, a launch-bound step, and k times
-    it), ``graphs`` (the exact run at the step time the CUDA-graph benchmark measured at one fixed
-    shape) and ``buckets`` (the bucketed, graph-replayed step: not measured, no figure). Train
-    hours only (validation: the row's ``val_h``). Empty when the row lacks an unrolled epoch or
-    a step time."""
-    if row.get("unrolled") is None or row.get("step_ms") is None:
-        return []
-    base_bs = max(1, row["batch_size"] // max(1, row["batch_scale"]))
-    ms, epochs, acc = row["step_ms"], row["epochs"], row["accumulate"]
-
-    def updates(scale: int) -> int:
-        return epochs * math.ceil(math.ceil(row["unrolled"] / (base_bs * scale)) / acc)
-
-    exact = updates(1)
-    k = row["batch_scale"] if row["batch_scale"] > 1 else int(k)
-    out = [{"lever": "exact", "what": f"k=1: {base_bs} example{'s' if base_bs > 1 else ''} per task a step",
-            "updates": exact, "step_ms": (ms, ms), "step_source": f"{row['step_source']}, {row['precision']}",
-            "train_h": (exact * ms / 3.6e6,) * 2}]
-    uk = updates(k)
-    out.append({"lever": f"k={k}", "what": f"batch_scale {k}: {base_bs * k} examples per task, lr x {k}, warm-up / {k}",
-                "updates": uk, "step_ms": (ms, ms * k),
-                "step_source": f"not measured at k: the configured step (launch-bound) to {k} x it",
-                "train_h": (uk * ms / 3.6e6, uk * ms * k / 3.6e6)})
-    if graphs:
-        factor, where = graphs
-        out.append({"lever": "graphs", "what": "exact, step replayed as a CUDA graph", "updates": exact,
-                    "step_ms": (ms / factor,) * 2, "step_source": f"/ {factor:.2f}, measured: {where}",
-                    "train_h": (exact * ms / factor / 3.6e6,) * 2})
-    out.append({"lever": "buckets", "what": f"exact, shape_buckets {buckets or '[...]'} + CUDA graphs", "updates": exact,
-                "step_ms": None, "step_source": "not measured: no GPU has run the bucketed step", "train_h": None})
-    return out
-
-
-def format_levers(report: dict, markdown: bool = False) -> str:
-    """The BertGen levers of the report's multi-task BertGen runs (:func:`bertgen_levers`), a
-    table beside the plan: the exact cost and the optioned ones side by side."""
-    head = ["run", "lever", "what", "updates", "step ms", "train h"]
-    lines = []
-    for r in report["rows"]:
-        levers = r.get("levers") or []
-        for i, lv in enumerate(levers):
-            run = f"{r['paper']} {r['system']} {r['dataset']}.{r['pair']} seed {r['seed']}" if i == 0 else ""
-            ms = "-" if lv["step_ms"] is None else _span(lv["step_ms"], "{:,.1f}")
-            hours = "?" if lv["train_h"] is None else _span(lv["train_h"], "{:,.1f}")
-            lines.append([run, lv["lever"], lv["what"], f"{lv['updates']:,}", f"{ms} ({lv['step_source']})", hours])
-    if not lines:
-        return ""
-    title = ("BertGen step levers (train hours; validation as in the plan): k = the batch_scale option, "
-             "graphs = the CUDA-graph factor measured at one fixed shape, buckets = not measured")
-    if markdown:
-        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        return title + "\n\n" + "\n".join(out + ["| " + " | ".join(c) + " |" for c in lines])
-    widths = [max(len(c[i]) for c in [head, *lines]) for i in range(len(head))]
-    return title + "\n" + "\n".join("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-                                    for cells in [head, *lines])
-
-
-def _span(pair: tuple[float, float], fmt: str) -> str:
-    lo, hi = pair
-    return fmt.format(lo) if math.isclose(lo, hi) else f"{fmt.format(lo)} - {fmt.format(hi)}"
-
-
 def cost_plan(plan, targets, gpu: str | None = None, bertgen_k: int = BERTGEN_K) -> dict:
     """Every training job the targets need, with its cost; sums per paper and in total; the
     critical path (longest chain of runs that start from another's checkpoint); each multi-task
@@ -642,12 +528,7 @@ def cost_plan(plan, targets, gpu: str | None = None, bertgen_k: int = BERTGEN_K)
 
     runs, deps = training_runs(plan, targets)
     rows = [train_cost(plan, plan.train_jobs.job(w), gpu) for w in runs]
-    for r in rows:
-        if r["model"].startswith("bertgen") and r["multi_task"]:
-            job = plan.train_jobs.job(SimpleNamespace(**{k: r[k] for k in ("paper", "system", "dataset", "pair", "seed")}))
-            images = bool(job.inputs.get("train_npy")) or any(t.get("features") for t in job.tasks)
-            r["levers"] = bertgen_levers(r, bertgen_k, graph_factor(str(plan.repo)),
-                                         suggested_buckets(job.model_config, job.train_config, images))
+    attach_levers(plan, rows, bertgen_k)
     by_key = {(r["paper"], r["system"], r["dataset"], r["pair"], int(r["seed"])): r for r in rows}
     done: dict = {}
 
@@ -704,12 +585,10 @@ def format_cost_plan(report: dict, markdown: bool = False) -> str:
     if markdown:
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(cells) + " |" for cells in lines]
-        levers = format_levers(report, markdown=True)
-        return "\n".join(out) + "\n\n" + legend + (f"\n\n{levers}" if levers else "")
+        return "\n".join(out) + "\n\n" + legend + format_levers(report, markdown=True)
     widths = [max(len(c[i]) for c in [head, *lines]) for i in range(len(head))]
     out = ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in [head, *lines]]
-    levers = format_levers(report)
-    return "\n".join(out) + "\n" + legend + (f"\n\n{levers}" if levers else "")
+    return "\n".join(out) + "\n" + legend + format_levers(report)
 
 
 def _resources(plan, wildcards) -> dict:

@@ -30,15 +30,15 @@ import torch
 __all__ = ["compiled_step", "mark_step", "step_forward"]
 
 
-def step_forward(model: torch.nn.Module, shape_buckets, device: torch.device) -> tuple[Callable, str]:
-    """``(forward, what)``: the callable the update runs the batch through and a line for the
-    log. Eager (``model`` itself) without ``shape_buckets`` or off CUDA."""
+def step_forward(model: torch.nn.Module, shape_buckets, device: torch.device) -> tuple[Callable | None, str]:
+    """``(forward, what)``: the compiled model the update runs the batch through, or None for
+    the model itself (eager: without ``shape_buckets``, or off CUDA); and a line for the log."""
     buckets = list(shape_buckets or ())
     if not buckets:
-        return model, "eager"
+        return None, "eager"
     if device.type != "cuda":
-        return model, (f"eager with shape buckets {buckets} (CUDA graphs need a CUDA device; "
-                       f"{device.type} runs the padded batches eagerly)")
+        return None, (f"eager with shape buckets {buckets} (CUDA graphs need a CUDA device; "
+                      f"{device.type} runs the padded batches eagerly)")
     return compiled_step(model, len(buckets)), (f"CUDA graphs: torch.compile(mode='reduce-overhead', dynamic=False), "
                                                 f"one graph per shape, shape buckets {buckets}")
 
@@ -56,8 +56,8 @@ def compiled_step(model: torch.nn.Module, n_buckets: int, backend: str | None = 
     return torch.compile(model, mode="reduce-overhead", dynamic=False)  # pragma: no cover - CUDA only
 
 
-def mark_step(forward: Callable) -> None:
+def mark_step(forward: Callable | None) -> None:
     """Tell torch's CUDA-graph trees that a new training iteration begins (their outputs of the
-    previous one may be overwritten); nothing for an eager forward."""
-    if forward is not None and hasattr(forward, "_orig_mod"):  # pragma: no cover - compiled: CUDA only
+    previous one may be overwritten); nothing for the eager model (``forward`` None)."""
+    if forward is not None:  # pragma: no cover - compiled: CUDA only
         torch.compiler.cudagraph_mark_step_begin()

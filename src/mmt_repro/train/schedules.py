@@ -9,11 +9,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from ..settings import TrainConfig
 
-__all__ = ["LRFactor", "decay_due", "halve", "make_scheduler", "steps_per_update"]
+__all__ = ["LRFactor", "decay_due", "halve", "make_scheduler", "scaled_train_config", "steps_per_update"]
 
 
 class LRFactor:
@@ -82,3 +84,18 @@ def halve(optimizer, scheduler) -> None:
     factor.halvings += 1
     for group, base in zip(optimizer.param_groups, scheduler.base_lrs, strict=True):
         group["lr"] = base * factor(scheduler.last_epoch)
+
+
+def scaled_train_config(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` at ``batch_scale`` k: ``batch_size`` x k examples (per task, for BertGen), the
+    peak ``lr`` x k, ``warmup_steps`` and ``decay_steps`` / k (rounded; the same examples seen
+    during warm-up and before the decay ends); ``batch_scale`` stays k. The learning rate follows
+    the authors' linear rule, ``base_lr = TRAIN.LR * batch_size`` with ``batch_size`` the
+    examples of a step (ImperialNLP/BertGen, ``LanguageGeneration/function/train.py`` L207-211).
+    k = 1 returns ``cfg`` itself. Apply it once (the trainer does, in ``build_run``)."""
+    k = int(cfg.batch_scale)
+    if k == 1:
+        return cfg
+    return dataclasses.replace(cfg, batch_size=cfg.batch_size * k, lr=cfg.lr * k,
+                               warmup_steps=round(cfg.warmup_steps / k), decay_steps=round(cfg.decay_steps / k))
+
