@@ -523,7 +523,7 @@ def _num(x, fmt="{:,.1f}", none="?"):
 def cost_plan(plan, targets, gpu: str | None = None, bertgen_k: int = BERTGEN_K) -> dict:
     """Every training job the targets need, with its cost; sums per paper and in total; the
     critical path (longest chain of runs that start from another's checkpoint); each multi-task
-    BertGen run's levers (:func:`bertgen_levers`, the option priced at ``bertgen_k``)."""
+    BertGen run's levers (:func:`~mmt_repro.plan_tools.levers.bertgen_levers`, k = ``bertgen_k``)."""
     from .walk import training_runs
 
     runs, deps = training_runs(plan, targets)

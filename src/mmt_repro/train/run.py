@@ -25,9 +25,9 @@ from ..plan.jobs import TrainJob
 from ..settings import TrainConfig, import_model_modules, make_train_config, pair_langs
 from ..text.recipes import merge_subwords
 from ..text.vocab import Vocab
+from .graphs import step_forward
 from .resume import field_defaults, same_configuration
 from .schedules import make_scheduler, needs_epoch_length, scaled_train_config
-from .graphs import step_forward
 from .step import make_optimizer
 
 log = logging.getLogger(__name__)

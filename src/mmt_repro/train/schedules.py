@@ -5,6 +5,9 @@
 - ``inverse_sqrt``, ``linear``, ``epoch_decay``: a ``LambdaLR`` whose factor is
   :class:`LRFactor` (warm-up, then the schedule's decay), stepped after every update;
   ``epoch_decay`` also lowers the rate at epoch ends (:func:`decay_due`, :func:`halve`).
+
+``batch_scale`` k (:func:`scaled_train_config`): k times the examples a step, the rate times k,
+the warm-up and ``decay_steps`` divided by k (BertGen's option, the authors' linear rule).
 """
 
 from __future__ import annotations
