@@ -29,7 +29,7 @@ def graph_factor(repo: str) -> tuple[float, str] | None:
     for line in lines[1:]:
         r = dict(zip(head, line.split("\t")))
         if r.get("measure", "").startswith("one fixed batch shape") and r.get("model", "").startswith("bertgen"):
-            eager, graph = (r[k].split(" / ")[1] for k in ("eager ms (min / median / max)", "compiled ms (min / median / max)"))
+            eager, graph = (r[f"{k} ms (min / median / max)"].split(" / ")[1] for k in ("eager", "compiled"))
             return float(r["speed-up"]), f"{eager} -> {graph} ms median, one fixed shape, {r['GPU']}"
     return None
 
@@ -100,7 +100,8 @@ def attach_levers(plan, rows: list[dict], k: int = BERTGEN_K) -> None:
     the option priced at ``k``, the buckets :func:`suggested_buckets` gives its job)."""
     for r in rows:
         if r["model"].startswith("bertgen") and r["multi_task"]:
-            job = plan.train_jobs.job(SimpleNamespace(**{x: r[x] for x in ("paper", "system", "dataset", "pair", "seed")}))
+            keys = ("paper", "system", "dataset", "pair", "seed")
+            job = plan.train_jobs.job(SimpleNamespace(**{x: r[x] for x in keys}))
             images = bool(job.inputs.get("train_npy")) or any(t.get("features") for t in job.tasks)
             r["levers"] = bertgen_levers(r, k, graph_factor(str(plan.repo)),
                                          suggested_buckets(job.model_config, job.train_config, images))
