@@ -160,7 +160,7 @@ def _plan(args) -> int:
     from .plan_tools.cost import cost_plan, format_cost_plan
 
     plan = _plan_of(args.configfile)
-    report = cost_plan(plan, args.targets or plan.targets.default_targets(), args.gpu)
+    report = cost_plan(plan, args.targets or plan.targets.default_targets(), args.gpu, args.bertgen_k)
     print(format_cost_plan(report, markdown=args.markdown))
     return 0
 
@@ -294,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--configfile", nargs="+", help="config files merged on top of config/config.yaml")
     p.add_argument("--gpu", default=None, help="config/calibration/<gpu>.json (default: h100; cpu on a CPU run)")
     p.add_argument("--markdown", action="store_true", help="a Markdown table")
+    p.add_argument("--bertgen-k", type=int, default=8,
+                   help="k of BertGen's batch_scale option priced beside the exact run (k examples per task a step)")
     p.set_defaults(func=_plan)
     p = sub.add_parser("progress", help="where each training of the targets stands in a run folder: finished, "
                                         "begun (epochs, best val BLEU, stopping rule) or not started")

@@ -102,6 +102,12 @@ class TrainConfig:
     # multi-task runs: also keep each extra task's best checkpoint by its validation BLEU (tasks with
     # `val: true`), decoded by that task's tables (mmt_repro.train.task_best)
     best_per_task: bool = False
+    # BertGen (opt-in): batches padded to the next of these row widths (text + regions + [END]), the step's
+    # rows and images, so a step has one of a few shapes (CUDA graphs on a GPU: train.graphs); []: off
+    shape_buckets: list[int] = field(default_factory=list)
+    # k examples per task a step (BertGen's option, a deviation): batch_size x k, lr x k, warmup_steps and
+    # decay_steps / k (mmt_repro.train.schedules.scaled_train_config); 1: the config as it is
+    batch_scale: int = 1
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -116,6 +122,11 @@ class TrainConfig:
             raise ValueError(f"decay_epochs must be >= 0 (0: max_epochs), got {self.decay_epochs}")
         if len(self.adam_betas) != 2:
             raise ValueError(f"adam_betas needs two values (beta1, beta2), got {self.adam_betas}")
+        if self.batch_scale < 1:
+            raise ValueError(f"batch_scale must be >= 1 (1: the config as it is), got {self.batch_scale}")
+        buckets = list(self.shape_buckets)
+        if any(int(w) < 1 for w in buckets) or buckets != sorted(set(buckets)):
+            raise ValueError(f"shape_buckets must be increasing positive row widths, got {buckets}")
 
 
 def make_train_config(values: dict | None) -> TrainConfig:

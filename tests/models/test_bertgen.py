@@ -16,7 +16,7 @@ import torch
 
 from mmt_repro.checkpoint import load_model, save_checkpoint
 from mmt_repro.datasets.batching import ParallelData
-from mmt_repro.datasets.bertgen import collate_unrolled
+from mmt_repro.datasets.bertgen import bucket_width, collate_unrolled
 from mmt_repro.datasets.unroll import UnrolledData, unrolled_count
 from mmt_repro.datasets.view import training_view
 from mmt_repro.text.positions import seq_len_cap
@@ -484,6 +484,99 @@ def test_padding_and_packing_are_masked_with_and_without_sdpa(vocab, with_images
     for name in lays:
         diff = (got[False, name] - got[True, name]).abs().max().item()
         assert diff <= 1e-5, (name, diff)
+
+
+# ----------------------------------------------------------------------------- shape buckets
+
+
+def test_bucket_width_is_the_next_bucket_or_the_width_itself():
+    assert [bucket_width(w, (8, 16, 32)) for w in (1, 8, 9, 16, 17, 32, 33)] == [8, 8, 16, 16, 32, 32, 33]
+    assert bucket_width(5, ()) == 5
+
+
+@pytest.mark.parametrize("use_sdpa", [True, False])
+def test_shape_buckets_give_the_unpadded_loss_and_gradients(vocab, tmp_path, use_sdpa):
+    """A step of three tasks (MMT with regions, MT without, captioning), the last batch of a
+    pass short (2 of 3 examples of the captioning task): padded to a bucket's width, the step's
+    9 rows and 6 images, in fp32, its loss, n_tokens and every parameter's gradient are the
+    unpadded step's to float rounding; the padded batch has the fixed shape."""
+    src, tgt = corpus(tmp_path, 12)
+    data = ParallelData(src, vocab, tgt, vocab, features=Regions(12), langs=("en", "de"))
+    msrc, mtgt = corpus(tmp_path, 10, seed=2)
+    mt = ParallelData(msrc, vocab, mtgt, vocab, langs=("de", "en"))
+    _, tcap = corpus(tmp_path, 12, seed=5)
+    cap = ParallelData(None, vocab, tcap, vocab, features=Regions(12, seed=3), langs=(None, "de"))
+    # no dropout (its draws follow the tensors' shapes); the visual LayerNorms at 1, so that the
+    # regions reach the loss
+    over = dict(use_sdpa=use_sdpa, region_dropout=0.0, visual_ln_init=1.0)
+    plain, bucketed = tiny(vocab, **over), tiny(vocab, **over)
+    bucketed.load_state_dict(plain.state_dict())
+    tasks = {"mt": mt, "ic": cap}
+    ids = np.array([[0, 3], [0, 17], [0, 40], [1, 5], [1, 2], [1, 30], [2, 7], [2, 44]])
+    a = training_view(plain, data, tasks).collate(ids)
+    view = training_view(bucketed, data, tasks, shape_buckets=[16, 24, 48], batch_size=3)
+    b = view.collate(ids)
+    assert a["lay_tokens"].shape[0] == 8 and a["lay_tokens"].shape[1] < 24
+    assert b["lay_tokens"].shape == (9, 24) and b["img"].shape[0] == 6 and a["img"].shape[0] < 6
+    assert b["labels"].tolist() == [*a["labels"].tolist(), IGNORE] and b["padded"] and "padded" not in a
+    out_a, out_b = plain(a), bucketed(b)
+    assert int(out_a["n_tokens"]) == int(out_b["n_tokens"]) == 8
+    assert torch.allclose(out_a["loss"], out_b["loss"], rtol=0, atol=1e-6), (out_a["loss"], out_b["loss"])
+    out_a["loss"].backward()
+    out_b["loss"].backward()
+    compared = 0
+    for (name, pa), pb in zip(plain.named_parameters(), bucketed.parameters()):
+        assert pa.grad is not None and pb.grad is not None, name
+        assert torch.allclose(pa.grad, pb.grad, rtol=1e-5, atol=1e-6), (name, (pa.grad - pb.grad).abs().max())
+        compared += pa.grad.abs().sum().item() > 0
+    assert compared >= len(list(plain.parameters())) - 2  # every gradient but [END]'s and at most one more is not 0
+
+
+def test_bucketed_step_traces_as_one_graph_per_shape(vocab, tmp_path):
+    """The trainer's compiled step on a CPU (TorchDynamo and AOTAutograd, the ``aot_eager``
+    backend in place of Inductor's CUDA graphs): the padded step traces whole (``fullgraph``),
+    a batch of a bucket already seen reuses its graph, a new bucket adds one, and loss and gradients are
+    the eager step's."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from mmt_repro.train.graphs import compiled_step
+
+    src, tgt = corpus(tmp_path, 12)
+    data = ParallelData(src, vocab, tgt, vocab, features=Regions(12), langs=("en", "de"))
+    msrc, mtgt = corpus(tmp_path, 10, seed=2)
+    mt = ParallelData(msrc, vocab, mtgt, vocab, langs=("de", "en"))
+    model = tiny(vocab, region_dropout=0.0, visual_ln_init=1.0)
+    view = training_view(model, data, {"mt": mt}, shape_buckets=[16, 20, 24, 48], batch_size=3)
+    torch._dynamo.reset()
+    counters.clear()
+    step = compiled_step(model, 4, backend="aot_eager")
+    assert torch._dynamo.config.recompile_limit >= 8
+    steps = [[[0, 3], [0, 17], [0, 40], [1, 5], [1, 2], [1, 30]], [[0, 1], [0, 2], [0, 4], [1, 0], [1, 1], [1, 3]],
+             [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]]
+    widths = []
+    for ids in steps:
+        batch = view.collate(np.array(ids))
+        widths.append(batch["lay_tokens"].size(1))
+        model.zero_grad()
+        eager = model(batch)
+        eager["loss"].backward()
+        want = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        got = step(batch)
+        got["loss"].backward()
+        assert torch.allclose(got["loss"], eager["loss"], rtol=0, atol=1e-6)
+        assert all(torch.allclose(p.grad, w, rtol=1e-5, atol=1e-6) for p, w in zip(model.parameters(), want))
+    assert widths == [20, 24, 20]  # raw widths 20, 21, 19
+    assert counters["stats"]["unique_graphs"] == 2 and not counters["graph_break"]
+    torch._dynamo.reset()
+
+
+def test_shape_buckets_refuse_packed_rows_and_a_model_of_pairs(vocab, tmp_path):
+    src, tgt = corpus(tmp_path, 4)
+    data = ParallelData(src, vocab, tgt, vocab, langs=("en", "de"))
+    with pytest.raises(ValueError, match="set pack_len 0"):
+        training_view(tiny(vocab, pack_len=32), data, shape_buckets=[16], batch_size=1)
 
 
 # ----------------------------------------------------------------------------- decoding

@@ -20,6 +20,7 @@ from mmt_repro.plan_tools.cost import (ASSUMED, SPARE_RETRIES, MiB, attempts_for
                                        decode_step_s, family, format_cost_plan, mapped_stores, max_runtime_min,
                                        mean_length, retries_for, split_size, train_cost, train_mem_mb, train_retries,
                                        train_runtime, validation_sets, wordpieces)
+from mmt_repro.plan_tools.levers import suggested_buckets
 from mmt_repro.plan_tools.walk import training_runs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -148,6 +149,46 @@ def test_bertgen_epoch_is_the_counted_unrolled_reference_task(plan):
     n = grounded["examples"]
     assert grounded["size_source"] == "config" and "est" in grounded["updates_source"]
     assert f"{round(n * 16):,} unrolled, est" in grounded["updates_source"]  # 15 assumed pieces + [STOP]
+
+
+def test_bertgen_levers_price_k_examples_per_task_beside_the_exact_run(plan, tmp_path):
+    """The 13-task run's levers: exact (45 x 582,329 updates at the measured step), k = 8
+    (45 x ceil(582,329 / 8) updates; the step at 8 examples is not measured, so between the
+    1-example step and 8 times it), the CUDA-graph factor of the committed benchmark (2.74, one
+    fixed shape) and the bucketed step, not measured (no figure). A config at batch_scale 4 plans
+    its own updates and prices k = 4 beside the exact run."""
+    report = cost_plan(plan, ["results/models/bertgen/bertgen/multi30k.en-de.seed1.best.pt"], "h100")
+    (row,) = report["rows"]
+    ms = _ms("bertgen.bertgen", "bf16")
+    exact, k8, graphs, buckets = row["levers"]
+    assert (exact["updates"], exact["train_h"]) == (45 * 582_329, (pytest.approx(row["train_h"]),) * 2)
+    assert k8["lever"] == "k=8" and k8["updates"] == 45 * math.ceil(582_329 / 8) == 3_275_640
+    assert k8["train_h"] == (pytest.approx(3_275_640 * ms / 3.6e6), pytest.approx(3_275_640 * 8 * ms / 3.6e6))
+    assert k8["step_ms"] == (ms, 8 * ms) and "not measured at k" in k8["step_source"]
+    assert graphs["step_ms"][0] == pytest.approx(ms / 2.74) and "one fixed shape, H200" in graphs["step_source"]
+    assert buckets["train_h"] is None and buckets["step_source"].startswith("not measured")
+    # the suggested buckets: the capped image rows (64 + [END] -> 72), then x1.5 up to the longest
+    # MT row (150 + 150 pieces + 6 = 306 -> 312), multiples of 8
+    assert "shape_buckets [72, 112, 168, 256, 312]" in buckets["what"]
+    assert suggested_buckets({"image_seq_len": 0, "max_regions": 5}, {"max_len": 10}, True) == [16, 24, 32]  # 2 x 10 + 6 = 26
+    assert suggested_buckets({}, {"max_len": 150}, False) == [16, 24, 40, 64, 96, 144, 216, 312]
+    text = format_cost_plan(report)
+    assert "BertGen step levers" in text and "3,275,640" in text and "26,204,805" in text
+    assert "not measured: no GPU has run the bucketed step" in text
+    assert "| buckets |" in format_cost_plan(report, markdown=True)
+    assert cost_plan(plan, ["results/models/bertgen/bertgen/multi30k.en-de.seed1.best.pt"], "h100",
+                     bertgen_k=2)["rows"][0]["levers"][1]["updates"] == 45 * math.ceil(582_329 / 2)
+    overlay = tmp_path / "k4.yaml"
+    overlay.write_text("papers:\n  bertgen:\n    overrides:\n      systems:\n        bertgen:\n"
+                       "          train: {batch_scale: 4}\n")
+    scaled = load_plan(REPO, [overlay])
+    (row4,) = cost_plan(scaled, ["results/models/bertgen/bertgen/multi30k.en-de.seed1.best.pt"], "h100")["rows"]
+    assert row4["updates"] == 45 * math.ceil(582_329 / 4) and row4["levers"][0]["updates"] == 45 * 582_329
+    assert row4["levers"][1]["lever"] == "k=4" and row4["levers"][1]["updates"] == row4["updates"]
+    # a single-task BertGen run and the other papers' runs get no levers
+    single = train_cost(plan, plan.train_jobs.job(W(paper="bertgen", system="single_hybrid", dataset="multi30k",
+                                                     pair="en-de", seed="1")), "h100")
+    assert "levers" not in single
 
 
 def test_wordpiece_counts_are_the_table1_record():

@@ -43,18 +43,22 @@ class TrainingData(Protocol):
         store)."""
 
 
-def training_view(model, data, tasks: dict | None = None) -> TrainingData:
+def training_view(model, data, tasks: dict | None = None, shape_buckets=(), batch_size: int = 0) -> TrainingData:
     """The training data as ``model`` is fed: the split's pairs (``data``, a
     :class:`~mmt_repro.datasets.batching.ParallelData`), or for a model with
     ``training_examples = "unrolled"`` (BertGen) the unrolled multi-task view of ``data`` and
     the extra ``tasks`` (``{name: ParallelData}``, :func:`mmt_repro.datasets.bertgen.unrolled_view`).
-    Refuses extra tasks for a model of pairs, and a model not ready to train
-    (``model.ready_to_train()``)."""
+    ``shape_buckets``: the training config's, for ``batch_size`` examples (per task) a step
+    (BertGen's padded shapes). Refuses extra tasks or shape buckets for a model of pairs, and a
+    model not ready to train (``model.ready_to_train()``)."""
     model.ready_to_train()
     if model.training_examples == "unrolled":
         from .bertgen import unrolled_view
 
-        return unrolled_view(model, data, tasks)
+        return unrolled_view(model, data, tasks, shape_buckets, batch_size)
+    if shape_buckets:
+        raise ValueError(f"{model.registry_name}: shape_buckets pads BertGen's unrolled batches; "
+                         "drop it for a model of pairs")
     if model.training_examples != "pairs":
         raise ValueError(f"{model.registry_name}: training_examples = {model.training_examples!r}; "
                          "valid: pairs, unrolled")

@@ -430,11 +430,13 @@ class BertGen(MMTModel):
         predicted token per example, so ``n_tokens`` is the number of examples. With
         ``image_seq_len``, examples whose [MASK] was cut (label :data:`IGNORE`) count for
         neither: the mean over the labels left, as the authors' loss over the step's labels
-        (0, with no gradient, when none is left)."""
+        (0, with no gradient, when none is left). A batch padded to a fixed shape (``padded``:
+        the training config's ``shape_buckets``) has rows labelled :data:`IGNORE` too, counted
+        the same way."""
         lay = Layout.from_batch(batch)
         logits = self.predict(self.hidden(lay, self.obj(batch)))
         labels = batch["labels"]
-        if self.config.image_seq_len > 0:
+        if self.config.image_seq_len > 0 or batch.get("padded"):
             n = (labels != IGNORE).sum()
             loss = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE, reduction="sum") / n.clamp(min=1)
             return {"loss": loss, "n_tokens": n}

@@ -21,6 +21,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from .levers import BERTGEN_K, attach_levers, format_levers
+
 #: Published training-set sizes (sentence pairs) of corpora whose files declare no line count.
 PUBLISHED_SIZES = {
     "wmt15": 4_500_000,  # Europarl v7 + Common Crawl + News Commentary v10 de-en, ~4.5M (Calixto et al.: ~4.3M cleaned)
@@ -353,13 +355,15 @@ def train_cost(plan, job, gpu: str | None = None) -> dict:
             tok, tok_src = float(prec["tokens_per_step"]) / float(entry["batch"]), "calibration batch"
         else:
             tok, tok_src = ASSUMED["target_tokens"], "est"
-    bs, acc = int(tc.get("batch_size", 80)), int(tc.get("accumulate", 1))
+    # batch_scale k: k x batch_size examples a step (train.schedules.scaled_train_config)
+    bs, acc = int(tc.get("batch_size", 80)) * int(tc.get("batch_scale", 1)), int(tc.get("accumulate", 1))
+    unrolled = None
     epoch_unit = ""
     if n is None:
         batches_per_epoch = None
     elif job.model.startswith("bertgen"):
         # one example per unrolled target token (+ the stop step) of the reference task
-        examples = int(job.model_config.get("epoch_examples") or 0) or round(n * (tok + 1))
+        examples = unrolled = int(job.model_config.get("epoch_examples") or 0) or round(n * (tok + 1))
         batches_per_epoch = math.ceil(examples / bs)
         epoch_unit = f" ({examples:,} unrolled, {tok_src})"
         notes.append(f"unrolled: {n:,} sentences x {tok + 1:.2f} ({tok_src})")
@@ -435,6 +439,8 @@ def train_cost(plan, job, gpu: str | None = None) -> dict:
         "stores_mb": sum(stores.values()) / MiB, "stores": stores, "model_mb": model_mb, "corpus_mb": corpus_mb,
         "mem_mb": mem_mb, "estimate_min": est_min, "runtime": runtime, "max_runtime_min": cap,
         "attempts": attempts, "resumable": bool(job.last), "notes": notes,
+        "unrolled": unrolled, "batch_size": bs, "batch_scale": int(tc.get("batch_scale", 1)), "epochs": epochs,
+        "accumulate": acc, "multi_task": bool(job.tasks),  # BertGen's unrolled epoch and step (plan_tools.levers)
     }
 
 
@@ -517,13 +523,15 @@ def _num(x, fmt="{:,.1f}", none="?"):
     return none if x is None else fmt.format(x)
 
 
-def cost_plan(plan, targets, gpu: str | None = None) -> dict:
+def cost_plan(plan, targets, gpu: str | None = None, bertgen_k: int = BERTGEN_K) -> dict:
     """Every training job the targets need, with its cost; sums per paper and in total; the
-    critical path (longest chain of runs that start from another's checkpoint)."""
+    critical path (longest chain of runs that start from another's checkpoint); each multi-task
+    BertGen run's levers (:func:`~mmt_repro.plan_tools.levers.bertgen_levers`, k = ``bertgen_k``)."""
     from .walk import training_runs
 
     runs, deps = training_runs(plan, targets)
     rows = [train_cost(plan, plan.train_jobs.job(w), gpu) for w in runs]
+    attach_levers(plan, rows, bertgen_k)
     by_key = {(r["paper"], r["system"], r["dataset"], r["pair"], int(r["seed"])): r for r in rows}
     done: dict = {}
 
@@ -580,10 +588,10 @@ def format_cost_plan(report: dict, markdown: bool = False) -> str:
     if markdown:
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(cells) + " |" for cells in lines]
-        return "\n".join(out) + "\n\n" + legend
+        return "\n".join(out) + "\n\n" + legend + format_levers(report, markdown=True)
     widths = [max(len(c[i]) for c in [head, *lines]) for i in range(len(head))]
     out = ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in [head, *lines]]
-    return "\n".join(out) + "\n" + legend
+    return "\n".join(out) + "\n" + legend + format_levers(report)
 
 
 def _resources(plan, wildcards) -> dict:

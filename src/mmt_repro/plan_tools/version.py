@@ -105,7 +105,7 @@ STAGES: dict[str, Stage] = {
     ),
     "train": Stage(
         entries=_m("execute.train"),
-        decides=_m("execute.train", "train.trainer", "train.run", "train.schedules", "train.step", "train.prefetch",
+        decides=_m("execute.train", "train.trainer", "train.run", "train.schedules", "train.step", "train.graphs", "train.prefetch",
                    "train.resume", "train.task_best", "datasets.view", "datasets.batching", "datasets.alignments",
                    "datasets.resident", "datasets.feature_reads", "features.store",
                    "decode.loop", "decode.search", "metrics.mt", "text.recipes", "text.vocab", "text.bpe",

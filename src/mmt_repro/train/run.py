@@ -25,8 +25,9 @@ from ..plan.jobs import TrainJob
 from ..settings import TrainConfig, import_model_modules, make_train_config, pair_langs
 from ..text.recipes import merge_subwords
 from ..text.vocab import Vocab
+from .graphs import step_forward
 from .resume import field_defaults, same_configuration
-from .schedules import make_scheduler, needs_epoch_length
+from .schedules import make_scheduler, needs_epoch_length, scaled_train_config
 from .step import make_optimizer
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ class Run:
     progress: dict = field(default_factory=lambda: {
         "epoch": 1, "batch_in_epoch": 0, "step": 0, "best_bleu": -1.0, "bad_epochs": 0, "history": [], "done": False})
     steps_at_start: int = 0  # updates done when this process took the run over (resumed or not)
+    forward: object = None  # what the batches run through (None: the model; shape buckets on CUDA: compiled)
+    step_path: str = "eager"  # which path the forward takes, for the log (mmt_repro.train.graphs)
 
     @property
     def best_copy(self) -> Path:  # survives Snakemake's clean-up of a failed job
@@ -194,7 +197,7 @@ def build_run(job: TrainJob, code: str | None = None) -> Run:
     (:func:`~mmt_repro.datasets.view.training_view`).
     ``code``: the code version running (kept in the checkpoints' progress as ``trained_by`` for
     every epoch it trains)."""
-    cfg = make_train_config(dict(job.train_config))
+    cfg = scaled_train_config(make_train_config(dict(job.train_config)))  # batch_scale k: k x the examples
     import_model_modules(list(job.imports))
     dev = pick_device(job.device)
     torch.manual_seed(cfg.seed)
@@ -213,7 +216,7 @@ def build_run(job: TrainJob, code: str | None = None) -> Run:
     check_feature_dim(model, train_features, val_features)
     optimizer = configured_optimizer(cfg, model.parameters())
     # the pairs, or the view the model declares (BertGen: unrolled examples of every task)
-    data: TrainingData = training_view(model, train_data, task_data)
+    data: TrainingData = training_view(model, train_data, task_data, cfg.shape_buckets, cfg.batch_size)
     for line in (data.describe(), data.hold_features_on(dev)):
         if line:
             log.info("%s", line)
@@ -229,6 +232,7 @@ def build_run(job: TrainJob, code: str | None = None) -> Run:
         imports=list(job.imports), best_checkpoint=Path(job.best), last_checkpoint=Path(job.last),
         curve=Path(job.curve), val_tasks=val_tasks, code=code,
     )
+    run.forward, run.step_path = step_forward(model, cfg.shape_buckets, dev)
     init = _files(job, "init")
     if init is not None:
         _init_from(run, init, job.model)
@@ -241,4 +245,5 @@ def build_run(job: TrainJob, code: str | None = None) -> Run:
         cfg.optimizer,
     )
     log.info("training device: %s", describe_device(dev, amp=bool(cfg.amp)))
+    log.info("training step: %s", run.step_path)
     return run

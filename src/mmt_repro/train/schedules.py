@@ -5,15 +5,20 @@
 - ``inverse_sqrt``, ``linear``, ``epoch_decay``: a ``LambdaLR`` whose factor is
   :class:`LRFactor` (warm-up, then the schedule's decay), stepped after every update;
   ``epoch_decay`` also lowers the rate at epoch ends (:func:`decay_due`, :func:`halve`).
+
+``batch_scale`` k (:func:`scaled_train_config`): k times the examples a step, the rate times k,
+the warm-up and ``decay_steps`` divided by k (BertGen's option, the authors' linear rule).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 
 from ..settings import TrainConfig
 
-__all__ = ["LRFactor", "decay_due", "halve", "make_scheduler", "steps_per_update"]
+__all__ = ["LRFactor", "decay_due", "halve", "make_scheduler", "scaled_train_config", "steps_per_update"]
 
 
 class LRFactor:
@@ -82,3 +87,18 @@ def halve(optimizer, scheduler) -> None:
     factor.halvings += 1
     for group, base in zip(optimizer.param_groups, scheduler.base_lrs, strict=True):
         group["lr"] = base * factor(scheduler.last_epoch)
+
+
+def scaled_train_config(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` at ``batch_scale`` k: ``batch_size`` x k examples (per task, for BertGen), the
+    peak ``lr`` x k, ``warmup_steps`` and ``decay_steps`` / k (rounded; the same examples seen
+    during warm-up and before the decay ends); ``batch_scale`` stays k. The learning rate follows
+    the authors' linear rule, ``base_lr = TRAIN.LR * batch_size`` with ``batch_size`` the
+    examples of a step (ImperialNLP/BertGen, ``LanguageGeneration/function/train.py`` L207-211).
+    k = 1 returns ``cfg`` itself. Apply it once (the trainer does, in ``build_run``)."""
+    k = int(cfg.batch_scale)
+    if k == 1:
+        return cfg
+    return dataclasses.replace(cfg, batch_size=cfg.batch_size * k, lr=cfg.lr * k,
+                               warmup_steps=round(cfg.warmup_steps / k), decay_steps=round(cfg.decay_steps / k))
+

@@ -134,13 +134,15 @@ class StepSums:
 
 def train_update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batches: Iterable[dict], device: torch.device,
                  *, amp: bool = False, clip_norm: float = 0.0, sums: StepSums | None = None, step: int | None = None,
-                 n_batches: int | None = None) -> None:
+                 n_batches: int | None = None, forward=None) -> None:
     """One optimiser update from ``batches`` (collated dicts, on the host or the device;
     consumed one at a time). With one batch the update minimises the model's ``loss`` as it
     is; with several (``n_batches`` > 1), each batch's per-token mean is weighted by its
     ``n_tokens`` and the summed gradient divided by the group's tokens (fairseq's
     ``--update-freq``). Adds to ``sums`` (``step``: the update's number, for the non-finite
-    check). No host synchronisation (unless the model itself has one)."""
+    check). ``forward``: what the batches run through instead of ``model`` (the same model
+    compiled for CUDA-graph replay, :func:`mmt_repro.train.graphs.step_forward`). No host
+    synchronisation (unless the model itself has one)."""
     optimizer.zero_grad(set_to_none=True)
     if n_batches is None:
         batches = list(batches)
@@ -150,7 +152,7 @@ def train_update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch
     for batch in batches:
         batch = resolve_features(to_device(batch, device))
         with autocast(device, amp):
-            out = model(batch)
+            out = (model if forward is None else forward)(batch)
         loss, n_tok = out["loss"], out["n_tokens"]
         if not torch.is_tensor(n_tok):
             n_tok = int(n_tok)

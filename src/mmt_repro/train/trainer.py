@@ -40,6 +40,7 @@ from ..metrics.mt import corpus_scores
 from ..plan.jobs import TrainJob
 from ..settings import DecodeSettings, TrainConfig, make_train_config
 from ..text.recipes import merge_subwords
+from .graphs import mark_step
 from .prefetch import Prefetcher, prefetch_depth
 from .run import Run, build_run
 from .schedules import decay_due, halve, steps_per_update
@@ -107,9 +108,10 @@ def _train_step(run: Run, group: list[list[int]], sums: StepSums, collated: list
     batch's ``loss`` (a per-token mean, the contract) is weighted by its ``n_tokens`` and the
     summed gradient divided by the group's tokens: the per-token mean over the whole group,
     as if it were one batch (fairseq's ``--update-freq``)."""
+    mark_step(run.forward)
     train_update(run.model, run.optimizer, collated, run.device,
                  amp=_amp(run), clip_norm=run.cfg.clip_norm, sums=sums, step=run.progress["step"] + 1,
-                 n_batches=len(group))
+                 n_batches=len(group), forward=run.forward)
     if run.scheduler is not None and steps_per_update(run.cfg):
         run.scheduler.step()
 
