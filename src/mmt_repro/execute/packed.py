@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED = 75  # the trainer's exit status after a signal (mmt_repro.train.trainer.INTERRUPTED_EXIT_CODE)
 FORWARDED = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
-POLL_S = 1.0
+POLL_S = 0.2  # how often the job looks whether a member has ended
 
 __all__ = ["INTERRUPTED", "member_main", "run_packed"]
 
