@@ -88,14 +88,24 @@ def test_a_pack_writes_its_members_train_model_outputs_with_their_jobs_and_logs(
     assert ours.member_logs()["m2"] == "results/logs/train_model/emb_pred/ours/multi30k.fr-en.seed2.log"
     assert ours.log == "results/logs/train_packed/emb_pred.ours.multi30k.fr-en.seed1-2-3.log"
     members = pack_members(emb_pred, ours, lambda w: f"train:{w.system}{w.seed}")
-    inputs = pack_inputs(emb_pred, ours)
     for i, (w, member) in enumerate(zip(ours.wildcards(), members), 1):
         # exactly the job and code a separate train_model job gets (the plan without packing)
         assert member["job"] == default.train_jobs.params(w) and member["code"] == f"train:ours{i}"
         assert member["log"] == ours.member_logs()[f"m{i}"]
-        assert {k[len(f"m{i}_"):]: v for k, v in inputs.items() if k.startswith(f"m{i}_")} == \
-            default.train_jobs.inputs(w)
+    # the seeds read the same files: the pack's inputs are each member's, named once
+    w = ours.wildcards()[0]
+    assert pack_inputs(emb_pred, ours) == {f"m1_{role}": f for role, f in default.train_jobs.inputs(w).items()}
     assert pack_priority(emb_pred, ours) == -2
+    # a paper-wide pack: every member's inputs, each file once
+    plan = _plan({"per_gpu": 3, "systems": ["emb_pred"], "group": "paper"})
+    mixed = next(p for p in packs(plan) if len({m[1] for m in p.members}) > 1)
+    flat = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
+    by_member = {}
+    for role, v in pack_inputs(plan, mixed).items():
+        by_member.setdefault(role.split("_")[0], set()).update(flat(v))
+    wanted = {f for w in mixed.wildcards() for v in plan.train_jobs.inputs(w).values() for f in flat(v)}
+    assert set().union(*by_member.values()) == wanted
+    assert sum(map(len, by_member.values())) == len(wanted)  # no file under two members
 
 
 def test_the_cost_plan_shows_the_packs_gpu_hours_with_the_measured_throughput(emb_pred, default):

@@ -178,11 +178,19 @@ def pack_of(plan, key: tuple) -> Pack | None:
 
 
 def pack_inputs(plan, pack: Pack) -> dict:
-    """The pack's inputs: each member's (``train_model``'s) by role, as ``m<i>_<role>``."""
-    out = {}
+    """The pack's inputs: each member's (``train_model``'s) by role, as ``m<i>_<role>``, but for
+    the files an earlier member names already: a pack of one system's seeds has the inputs of
+    each of its members' ``train_model`` jobs, no more."""
+    out, seen = {}, set()
     for i, w in enumerate(pack.wildcards(), 1):
+        mine = set()
         for role, files in plan.train_jobs.inputs(w).items():
-            out[f"m{i}_{role}"] = files
+            many = isinstance(files, (list, tuple))
+            new = [f for f in (files if many else [files]) if f not in seen]
+            mine.update(new)
+            if new:
+                out[f"m{i}_{role}"] = new if many else new[0]
+        seen |= mine
     return out
 
 
