@@ -13,9 +13,9 @@ import pytest
 
 from mmt_repro.config import ConfigError, deep_update, load_yaml
 from mmt_repro.plan import Plan
-from mmt_repro.plan_tools.cost import (MEM_BASE_MB, PACKING_MEASURED, cost_plan, format_cost_plan, pack_cost,
-                                       pack_mem_mb, pack_runtime)
-from mmt_repro.plan_tools.packing import pack_inputs, pack_members, pack_of, pack_priority, packs
+from mmt_repro.plan_tools.cost import MEM_BASE_MB, cost_plan, format_cost_plan
+from mmt_repro.plan_tools.packing import (PACKING_MEASURED, format_packed_cost_plan, pack_cost, pack_mem_mb, pack_of,
+                                          pack_runtime, packed_cost_plan, packs)
 from mmt_repro.plan_tools.walk import ALL_TABLES, training_runs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,12 +47,14 @@ def test_packing_is_off_by_default_and_leaves_the_cost_plan_as_it_was(default):
     assert default.config["packing"] == {"per_gpu": 0, "systems": []}
     assert packs(default) == []
     report = cost_plan(default, default.targets.default_targets())
-    assert "packs" not in report and report["jobs"] == 126
+    assert packed_cost_plan(default, default.targets.default_targets()) == report and report["jobs"] == 126
+    assert format_packed_cost_plan(report) == format_cost_plan(report)
     # per_gpu 1, or no systems named, is off too: the same report, word for word
     for off in ({"per_gpu": 1, "systems": ["emb_pred"]}, {"per_gpu": 3, "systems": []}):
         plan = _plan(off)
         assert packs(plan) == []
-        assert format_cost_plan(cost_plan(plan, plan.targets.default_targets())) == format_cost_plan(report)
+        assert format_packed_cost_plan(packed_cost_plan(plan, plan.targets.default_targets())) == \
+            format_cost_plan(report)
 
 
 def test_each_emb_pred_systems_seeds_go_three_to_a_gpu(emb_pred):
@@ -87,21 +89,21 @@ def test_a_pack_writes_its_members_train_model_outputs_with_their_jobs_and_logs(
                               for kind, ext in (("best", "best.pt"), ("curve", "curve.tsv"), ("record", "job.json"))}
     assert ours.member_logs()["m2"] == "results/logs/train_model/emb_pred/ours/multi30k.fr-en.seed2.log"
     assert ours.log == "results/logs/train_packed/emb_pred.ours.multi30k.fr-en.seed1-2-3.log"
-    members = pack_members(emb_pred, ours, lambda w: f"train:{w.system}{w.seed}")
+    members = emb_pred.packed_jobs.params(ours, lambda w: f"train:{w.system}{w.seed}")
     for i, (w, member) in enumerate(zip(ours.wildcards(), members), 1):
         # exactly the job and code a separate train_model job gets (the plan without packing)
         assert member["job"] == default.train_jobs.params(w) and member["code"] == f"train:ours{i}"
         assert member["log"] == ours.member_logs()[f"m{i}"]
     # the seeds read the same files: the pack's inputs are each member's, named once
     w = ours.wildcards()[0]
-    assert pack_inputs(emb_pred, ours) == {f"m1_{role}": f for role, f in default.train_jobs.inputs(w).items()}
-    assert pack_priority(emb_pred, ours) == -2
+    assert emb_pred.packed_jobs.inputs(ours) == {f"m1_{role}": f for role, f in default.train_jobs.inputs(w).items()}
+    assert emb_pred.packed_jobs.priority(ours) == -2
     # a paper-wide pack: every member's inputs, each file once
     plan = _plan({"per_gpu": 3, "systems": ["emb_pred"], "group": "paper"})
     mixed = next(p for p in packs(plan) if len({m[1] for m in p.members}) > 1)
     flat = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
     by_member = {}
-    for role, v in pack_inputs(plan, mixed).items():
+    for role, v in plan.packed_jobs.inputs(mixed).items():
         by_member.setdefault(role.split("_")[0], set()).update(flat(v))
     wanted = {f for w in mixed.wildcards() for v in plan.train_jobs.inputs(w).values() for f in flat(v)}
     assert set().union(*by_member.values()) == wanted
@@ -110,7 +112,7 @@ def test_a_pack_writes_its_members_train_model_outputs_with_their_jobs_and_logs(
 
 def test_the_cost_plan_shows_the_packs_gpu_hours_with_the_measured_throughput(emb_pred, default):
     targets = emb_pred.targets.default_targets()
-    report, alone = cost_plan(emb_pred, targets), cost_plan(default, targets)
+    report, alone = packed_cost_plan(emb_pred, targets), cost_plan(default, targets)
     assert report["rows"] == alone["rows"] and report["total_hours"] == alone["total_hours"]
     measured = PACKING_MEASURED[("h100", "emb_pred", 3)]
     rows = {(r["paper"], r["system"], r["dataset"], r["pair"], r["seed"]): r for r in alone["rows"]}
@@ -133,21 +135,21 @@ def test_the_cost_plan_shows_the_packs_gpu_hours_with_the_measured_throughput(em
     papers = report["papers"]
     assert papers["emb_pred"]["packed_hours"] < papers["emb_pred"]["hours"] / 3
     assert all(p["packed_hours"] == pytest.approx(p["hours"]) for name, p in papers.items() if name != "emb_pred")
-    text = format_cost_plan(report)
-    assert "x3.70 (measured)" in text and "reference/benchmarks/transcribed/gpu_packing.tsv" in text
+    text = format_packed_cost_plan(report)
+    assert text.startswith(format_cost_plan(alone)) and "x3.70 (measured)" in text and "reference/benchmarks/transcribed/gpu_packing.tsv" in text
     assert f"{report['packed_total_hours']:,.1f}" in text.split("packed trainings (config packing)")[0]
 
 
 def test_packs_of_systems_never_measured_are_marked_assumed():
     plan = _plan({"per_gpu": 2, "systems": ["emb_pred.ours", "doubly_attentive.nmt"]})
-    report = cost_plan(plan, plan.targets.default_targets())
+    report = packed_cost_plan(plan, plan.targets.default_targets())
     rows = {(r["paper"], r["system"], r["dataset"], r["pair"], r["seed"]): r for r in report["rows"]}
     assert {p.members[0][1] for p in packs(plan)} == {"ours", "nmt"}
     # emb_pred was measured three to a GPU, not two; doubly_attentive never: every member as fast as alone
     for p in report["packs"]:
         assert p["throughput_source"] == "assumed" and p["throughput"] == 2 and p["member_step"] == 1
         assert p["hours"] == pytest.approx(max(rows[key]["hours"] for key in p["keys"]))
-    assert "x2.00 (assumed)" in format_cost_plan(report)
+    assert "x2.00 (assumed)" in format_packed_cost_plan(report)
 
 
 def test_a_paper_wide_pack_never_holds_a_training_and_the_one_it_starts_from():

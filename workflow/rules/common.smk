@@ -13,8 +13,7 @@ from mmt_repro.io import DataError
 from mmt_repro.plan import PATHS, WILDCARDS, path
 from mmt_repro.plan_tools.cost import store_mem_mb, store_runtime
 from mmt_repro.plan_tools.cost import train_mem_mb, train_retries, train_runtime
-from mmt_repro.plan_tools.cost import pack_mem_mb, pack_runtime
-from mmt_repro.plan_tools.packing import pack_inputs, pack_members, pack_priority, packs
+from mmt_repro.plan_tools.packing import pack_mem_mb, pack_runtime, packs
 from mmt_repro.plan_tools.preflight import preflight
 from mmt_repro.plan_tools.version import code_param
 

@@ -50,7 +50,7 @@ rule train_model:
 # train_model job runs, with that job's log; it writes the members' outputs at train_model's
 # paths (a rule without wildcards goes before train_model for them), so nothing downstream
 # tells them apart. Its own rule per pack, not a group of train_model jobs: a group sums its
-# jobs' gpu resources. Resources from the pack's cost (mmt_repro.plan_tools.cost.pack_cost:
+# jobs' gpu resources. Resources from the pack's cost (mmt_repro.plan_tools.packing.pack_cost:
 # host memory of every member, runtime of the longest at its packed step time); partition and
 # the like from the profile's train_model entry (train_model_site_resources).
 for PACK in PACKS:
@@ -59,7 +59,7 @@ for PACK in PACKS:
         name:
             PACK.rule
         input:
-            **pack_inputs(PLAN, PACK),
+            **PLAN.packed_jobs.inputs(PACK),
         output:
             **PACK.outputs(),
         log:
@@ -67,7 +67,7 @@ for PACK in PACKS:
             pack=PACK.log,
         benchmark:
             PACK.benchmark
-        priority: pack_priority(PLAN, PACK)
+        priority: PLAN.packed_jobs.priority(PACK)
         retries: train_retries(PLAN)
         conda:
             ENV
@@ -81,7 +81,7 @@ for PACK in PACKS:
             runtime=pack_runtime(PLAN, PACK),
             gpu=PLAN.gpu_count(),
         params:
-            members=pack_members(PLAN, PACK, code("train", "run_job.py")),
+            members=PLAN.packed_jobs.params(PACK, code("train", "run_job.py")),
             code=code("train_packed", "train_packed.py"),
         script:
             "../scripts/train_packed.py"

@@ -54,16 +54,6 @@ FAMILIES = {
 #: The model_config keys that give a model's width (the decoder's), compared to pick the nearest
 #: family member.
 WIDTH_KEYS = ("dec_dim", "hidden", "hidden_size", "d_model")
-#: Trainings that shared one GPU, measured: (gpu_type, paper, trainings per GPU) -> each
-#: training's update time alone and packed (ms, min and max of the trainings) and the aggregate
-#: throughput of the pack against one training alone. Transcribed in
-#: reference/benchmarks/transcribed/gpu_packing.tsv (docs/performance.md, "Packed trainings").
-PACKING_MEASURED = {
-    ("h100", "emb_pred", 3): {"alone_ms": (44.0, 47.0), "packed_ms": (33.0, 42.0), "throughput": 3.7},
-}
-#: Where no packing was measured: each member steps as fast as alone (the pack's throughput is its
-#: number of members), flagged ``assumed``.
-ASSUMED_PACK_STEP = 1.0
 SPARE_RETRIES = 2  # retries of a training for failures other than the time limit (node loss, pre-emption)
 MIN_PER_JOB = 10.0  # start-up, data loading and checkpointing per attempt (minutes)
 RUNTIME_SAFETY = 1.25  # runtime asked of SLURM: estimate x this + MIN_PER_JOB
@@ -448,77 +438,6 @@ def train_cost(plan, job, gpu: str | None = None) -> dict:
     }
 
 
-# ---- packed trainings (config ``packing``: mmt_repro.plan_tools.packing)
-def pack_factor(gpu: str, rows: list[dict]) -> tuple[float, str]:
-    """(aggregate throughput of the pack against one member alone, ``measured`` or ``assumed``):
-    :data:`PACKING_MEASURED` for this GPU type, paper and number of members, else each member
-    at its own speed (:data:`ASSUMED_PACK_STEP`)."""
-    papers = {r["paper"] for r in rows}
-    measured = PACKING_MEASURED.get((gpu, papers.pop(), len(rows))) if len(papers) == 1 else None
-    if measured:
-        return float(measured["throughput"]), "measured"
-    return len(rows) / ASSUMED_PACK_STEP, "assumed"
-
-
-def pack_cost(plan, pack, gpu: str | None = None, rows: dict | None = None) -> dict:
-    """GPU-hours, memory and SLURM resources of one pack (:class:`~mmt_repro.plan_tools.packing.Pack`):
-    its members' :func:`train_cost` (``rows``: key -> row, computed where absent); the pack runs
-    as long as its longest member at each member's packed step time (members / throughput);
-    host memory: each member's model and corpus and one base each, the feature stores once
-    (members that map the same store share its pages)."""
-    gpu = gpu or cost_gpu(plan)
-    rows = rows or {}
-    members = []
-    for w in pack.wildcards():
-        key = (w.paper, w.system, w.dataset, w.pair, int(w.seed))
-        members.append(rows.get(key) or train_cost(plan, plan.train_jobs.job(w), gpu))
-    factor, source = pack_factor(gpu, members)
-    slow = len(members) / factor  # a member's step time packed / alone
-    alone = [r["hours"] for r in members]
-    hours = None if None in alone else max(alone) * slow
-    stores = {f: b for r in members for f, b in r["stores"].items()}
-    mb = sum(stores.values()) / MiB + sum(r["model_mb"] + r["corpus_mb"] for r in members)
-    mem_mb = int(math.ceil((mb * MEM_SAFETY + MEM_BASE_MB * len(members)) / 1000.0) * 1000)
-    est_min = None if hours is None else hours * 60 * RUNTIME_SAFETY + MIN_PER_JOB
-    cap = max_runtime_min(plan)
-    peaks = [r["peak_gib"] for r in members]
-    return {
-        "pack": pack.name, "rule": pack.rule, "members": _members_text(members),
-        "keys": list(pack.members), "papers": sorted({r["paper"] for r in members}),
-        "throughput": factor, "throughput_source": source, "member_step": slow,
-        "alone_hours": None if None in alone else sum(alone), "hours": hours,
-        "gpu_hours": hours if gpu != "cpu" else None,
-        "peak_gib": None if None in peaks else sum(peaks), "mem_mb": mem_mb, "estimate_min": est_min,
-        "runtime": cap if est_min is None else int(min(math.ceil(est_min), cap)),
-        "attempts": attempts_for(est_min, cap),
-    }
-
-
-def _members_text(rows: list[dict]) -> str:
-    """``seeds 1, 2, 3`` for one system's seeds, else each member's paper.system dataset.pair seed."""
-    runs = {(r["paper"], r["system"], r["dataset"], r["pair"]) for r in rows}
-    if len(runs) == 1:
-        return "seeds " + ", ".join(str(r["seed"]) for r in rows)
-    return "; ".join(f"{r['system']} {r['dataset']}.{r['pair']} seed{r['seed']}" for r in rows)
-
-
-def pack_mem_mb(plan, pack) -> int:
-    """A packed rule's mem_mb (:func:`pack_cost`)."""
-    return _pack_resources(plan, pack)["mem_mb"]
-
-
-def pack_runtime(plan, pack) -> int:
-    """A packed rule's runtime in minutes (:func:`pack_cost`)."""
-    return _pack_resources(plan, pack)["runtime"]
-
-
-def _pack_resources(plan, pack) -> dict:
-    cache = plan.__dict__.setdefault("_cost_packs", {})
-    if pack.name not in cache:
-        cache[pack.name] = pack_cost(plan, pack)
-    return cache[pack.name]
-
-
 # ---- the jobs that read or write a whole feature store
 def store_mem_mb(plan, wildcards, fit: bool = False) -> int:
     """mem_mb of a job that reads or writes the store ``{dataset}/{feature_set}/{split}`` (and,
@@ -618,24 +537,10 @@ def cost_plan(plan, targets, gpu: str | None = None) -> dict:
         p["unknown"] += r["hours"] is None
         p["peak_gib"] = max(p["peak_gib"], r["peak_gib"] or 0.0)
     cal = calibration(plan, gpu)
-    report = {"gpu": gpu or cost_gpu(plan), "device": device_label(cal), "rows": rows, "papers": papers,
-              "total_hours": sum(p["hours"] for p in papers.values()), "jobs": len(rows),
-              "critical_path_h": max([chain(k) for k in by_key] or [0.0]),
-              "calibration": str(calibration_file("", gpu or cost_gpu(plan)))}
-    from .packing import packs
-
-    chosen = [p for p in packs(plan) if any(key in by_key for key in p.members)]
-    if chosen:  # packing on (config `packing`): the packs these trainings are in, and the sums with them
-        report["packs"] = [pack_cost(plan, p, gpu, by_key) for p in chosen]
-        packed = {key for p in chosen for key in p.members}
-        alone = [r for key, r in by_key.items() if key not in packed]
-        report["packed_jobs"] = len(alone) + len(chosen)
-        report["packed_total_hours"] = (sum(r["hours"] or 0.0 for r in alone)
-                                        + sum(p["hours"] or 0.0 for p in report["packs"]))
-        for name, p in papers.items():
-            p["packed_hours"] = (sum(r["hours"] or 0.0 for r in alone if r["paper"] == name)
-                                 + sum(q["hours"] or 0.0 for q in report["packs"] if q["papers"] == [name]))
-    return report
+    return {"gpu": gpu or cost_gpu(plan), "device": device_label(cal), "rows": rows, "papers": papers,
+            "total_hours": sum(p["hours"] for p in papers.values()), "jobs": len(rows),
+            "critical_path_h": max([chain(k) for k in by_key] or [0.0]),
+            "calibration": str(calibration_file("", gpu or cost_gpu(plan)))}
 
 
 def format_cost_plan(report: dict, markdown: bool = False) -> str:
@@ -669,50 +574,13 @@ def format_cost_plan(report: dict, markdown: bool = False) -> str:
               f"counted, est = assumed {ASSUMED['target_tokens']:.0f} tokens), a batch running to "
               f"{ASSUMED['batch_longest']} x that length, at the calibration's time per decoding step; "
               f"critical path (unlimited GPUs): {report['critical_path_h']:,.1f} h")
-    text = _table(head, lines, markdown) + ("\n\n" if markdown else "\n") + legend
-    if report.get("packs"):
-        text += ("\n\n" if markdown else "\n\n") + format_packs(report, markdown)
-    return text
-
-
-def _table(head: list, lines: list, markdown: bool) -> str:
     if markdown:
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(cells) + " |" for cells in lines]
-        return "\n".join(out)
+        return "\n".join(out) + "\n\n" + legend
     widths = [max(len(c[i]) for c in [head, *lines]) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in [head, *lines])
-
-
-def format_packs(report: dict, markdown: bool = False) -> str:
-    """The packed jobs (config ``packing``) as a table: members, throughput (measured or
-    assumed), GPU-hours against the members' alone, resources; then the sums with packing."""
-    head = ["pack", "members", "throughput", "member step", "GPU-h", "alone GPU-h", "peak GiB", "mem_mb",
-            "runtime min", "tries"]
-    lines = []
-    for p in report["packs"]:
-        lines.append([p["pack"], p["members"],
-                      f"x{p['throughput']:.2f} ({p['throughput_source']})", f"x{p['member_step']:.2f}",
-                      _num(p["gpu_hours"], "{:,.1f}", "-"), _num(p["alone_hours"], "{:,.1f}"),
-                      _num(p["peak_gib"], "{:.2f}"), str(p["mem_mb"]), str(p["runtime"]), str(p["attempts"])])
-    for paper, p in report["papers"].items():
-        lines.append([f"**{paper}**" if markdown else f"= {paper}", "", "", "",
-                      _num(p.get("packed_hours"), "{:,.1f}"), _num(p["hours"], "{:,.1f}"), "", "", "", ""])
-    lines.append(["**total**" if markdown else "= total", f"{report['packed_jobs']} GPU jobs", "", "",
-                  _num(report["packed_total_hours"], "{:,.1f}"), _num(report["total_hours"], "{:,.1f}"),
-                  "", "", "", ""])
-    measured = "; ".join(
-        f"{paper} x{k} on {gpu}: {m['alone_ms'][0]:g}-{m['alone_ms'][1]:g} ms an update alone, "
-        f"{m['packed_ms'][0]:g}-{m['packed_ms'][1]:g} ms each packed, x{m['throughput']:g} in all"
-        for (gpu, paper, k), m in PACKING_MEASURED.items())
-    legend = ("packed trainings (config packing): one job per pack on one GPU (rule train_packed_<pack>, every "
-              "character other than a letter, digit or _ as _), each member its own process; "
-              "throughput = the pack's updates per second against one member alone: measured = "
-              f"{measured} (reference/benchmarks/transcribed/gpu_packing.tsv); assumed = every member as fast "
-              f"as alone (x members); member step = a member's update time packed / alone; GPU-h = the longest "
-              "member's hours x member step (the pack holds its GPU until its last member ends); alone GPU-h = "
-              "the members as separate jobs; total: trainings left alone plus packs")
-    return _table(head, lines, markdown) + ("\n\n" if markdown else "\n") + legend
+    out = ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in [head, *lines]]
+    return "\n".join(out) + "\n" + legend
 
 
 def _resources(plan, wildcards) -> dict:

@@ -279,14 +279,14 @@ def _block_cost_packed(repo: Path, where: Path, arg: str) -> list[str]:
     """``cost <overlay>``: the full configuration's cost plan with the overlay's ``packing`` on,
     per paper: trainings, packs, GPU jobs, GPU-hours alone and packed."""
     from ..plan import load_plan
-    from ..plan_tools.cost import cost_plan
+    from ..plan_tools.packing import packed_cost_plan
 
     file = repo / arg
     if not file.is_file():
         raise DataError(file, "a generated cost block names a config overlay that does not exist",
                         f"commit it, or fix the block in {where}")
     plan = load_plan(repo.resolve(), [file])
-    cost = cost_plan(plan, plan.targets.default_targets())
+    cost = packed_cost_plan(plan, plan.targets.default_targets())
     if not cost.get("packs"):
         raise DataError(file, "packs no training of the full configuration", "set packing.per_gpu and packing.systems")
     packs = cost["packs"]
@@ -300,7 +300,7 @@ def _block_cost_packed(repo: Path, where: Path, arg: str) -> list[str]:
                  f"| {cost['packed_total_hours']:,.1f} |")
     sources = sorted({q["throughput_source"] for q in packs})
     lines += ["", f"_`python -m mmt_repro plan --configfile {arg}` on {cost['device']}: packs' throughput "
-              f"{' and '.join(sources)} (`mmt_repro.plan_tools.cost.PACKING_MEASURED`); per pack: the same command._"]
+              f"{' and '.join(sources)} (`mmt_repro.plan_tools.packing.PACKING_MEASURED`); per pack: the same command._"]
     return lines
 
 
