@@ -122,3 +122,64 @@ def test_a_packed_job_writes_what_separate_jobs_write_names_a_failed_members_log
     assert record["code"] == {"trained_by": [CODE], "restored_by": CODE}
     _same_checkpoint(Path(jobs[0].last), refs[0]["last.pt"])  # no update since
     assert "'restored': True" in logs[0].read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------ the runner alone (no torch)
+FAKE = """
+import signal, sys, time
+def stop(signum, frame):
+    print("saved .last.pt", flush=True)
+    sys.exit(75)
+signal.signal(signal.SIGTERM, stop)
+print("training", flush=True)
+{body}
+"""
+
+
+def _fake_members(monkeypatch, tmp_path, bodies: list[str]) -> list[dict]:
+    """Members whose processes run ``bodies`` (Python) instead of a training: the runner's
+    waiting, forwarding and reporting without torch."""
+    import subprocess
+    import sys
+
+    from mmt_repro.execute import packed
+
+    def start(member, threads):  # noqa: ARG001
+        with open(member["log"], "ab") as out:
+            return subprocess.Popen([sys.executable, "-c", FAKE.format(body=member["body"])], stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+
+    monkeypatch.setattr(packed, "_start", start)
+    monkeypatch.setattr(packed, "POLL_S", 0.05)
+    return [{"job": {"paper": "p", "system": "s", "dataset": "d", "pair": "a-b", "seed": i}, "body": body,
+             "log": str(tmp_path / f"m{i}.log")} for i, body in enumerate(bodies, 1)]
+
+
+def test_the_job_waits_for_every_member_and_names_each_failed_ones_log(monkeypatch, tmp_path):
+    members = _fake_members(monkeypatch, tmp_path, ["sys.exit(3)", "time.sleep(0.5)", "raise SystemExit(1)"])
+    with pytest.raises(DataError) as err:
+        run_packed(members, cores=3)
+    message = str(err.value)
+    assert "2 of 3 packed trainings failed" in message
+    assert f"p.s d.a-b seed1 (status 3): see {members[0]['log']}" in message
+    assert f"p.s d.a-b seed3 (status 1): see {members[2]['log']}" in message and members[1]["log"] not in message
+    assert "the 1 that finished keep their .last.pt" in message
+    assert Path(members[1]["log"]).read_text(encoding="utf-8") == "training\n"  # it ran to its end
+
+
+def test_a_signal_reaches_every_member_and_the_job_exits_to_be_resumed(monkeypatch, tmp_path):
+    import os
+    import signal
+    import threading
+
+    members = _fake_members(monkeypatch, tmp_path, ["time.sleep(30)", "time.sleep(30)"])
+    before = signal.getsignal(signal.SIGTERM)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))  # SLURM's time limit, to the job
+    timer.start()
+    with pytest.raises(SystemExit) as exc:
+        run_packed(members, cores=2)
+    timer.cancel()
+    assert exc.value.code == 75
+    for m in members:
+        assert Path(m["log"]).read_text(encoding="utf-8") == "training\nsaved .last.pt\n"
+    assert signal.getsignal(signal.SIGTERM) is before  # the job's own handler is gone again
