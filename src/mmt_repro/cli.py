@@ -157,11 +157,11 @@ def _plan_of(configfiles):
 
 
 def _plan(args) -> int:
-    from .plan_tools.cost import cost_plan, format_cost_plan
+    from .plan_tools.packing import format_packed_cost_plan, packed_cost_plan  # the cost plan, + packs if on
 
     plan = _plan_of(args.configfile)
-    report = cost_plan(plan, args.targets or plan.targets.default_targets(), args.gpu, args.bertgen_k)
-    print(format_cost_plan(report, markdown=args.markdown))
+    report = packed_cost_plan(plan, args.targets or plan.targets.default_targets(), args.gpu, args.bertgen_k)
+    print(format_packed_cost_plan(report, markdown=args.markdown))
     return 0
 
 

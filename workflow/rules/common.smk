@@ -13,6 +13,7 @@ from mmt_repro.io import DataError
 from mmt_repro.plan import PATHS, WILDCARDS, path
 from mmt_repro.plan_tools.cost import store_mem_mb, store_runtime
 from mmt_repro.plan_tools.cost import train_mem_mb, train_retries, train_runtime
+from mmt_repro.plan_tools.packing import pack_mem_mb, pack_runtime, packs
 from mmt_repro.plan_tools.preflight import preflight
 from mmt_repro.plan_tools.version import code_param
 
@@ -107,3 +108,22 @@ def onstart_check_models(log=None):
             check_model_configs(settings)
     except ConfigError as err:
         sys.exit(f"mmt-repro: {err}")
+
+
+# Packed trainings (config `packing`, off by default: mmt_repro.plan_tools.packing): the packs of
+# the config, one rule each (workflow/rules/train.smk); none when packing is off.
+PACKS = packs(PLAN)
+# What a packed job takes from the profile's `set-resources` entry of train_model: where
+# train_model goes (partition, account, gpu_model, ...), not what the pack sizes itself.
+PACK_SIZED = {"mem_mb", "mem_mib", "mem", "runtime", "gpu", "_cores", "threads"}
+
+
+def train_model_site_resources():
+    """The profile's `set-resources` of train_model (a dict of plain values) minus PACK_SIZED:
+    a packed job goes where a train_model job would."""
+    given = workflow.resource_settings.overwrite_resources.get("train_model") or {}
+    return {
+        name: getattr(value, "raw", value)
+        for name, value in given.items()
+        if name not in PACK_SIZED
+    }

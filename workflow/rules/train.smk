@@ -45,6 +45,48 @@ rule train_model:
         "../scripts/run_job.py"
 
 
+# Packed trainings (config `packing`; off by default, then no rule here): one job trains a pack's
+# members side by side on one GPU allocation, each in its own process running what its
+# train_model job runs, with that job's log; it writes the members' outputs at train_model's
+# paths (a rule without wildcards goes before train_model for them), so nothing downstream
+# tells them apart. Its own rule per pack, not a group of train_model jobs: a group sums its
+# jobs' gpu resources. Resources from the pack's cost (mmt_repro.plan_tools.packing.pack_cost:
+# host memory of every member, runtime of the longest at its packed step time); partition and
+# the like from the profile's train_model entry (train_model_site_resources).
+for PACK in PACKS:
+
+    rule:
+        name:
+            PACK.rule
+        input:
+            **PLAN.packed_jobs.inputs(PACK),
+        output:
+            **PACK.outputs(),
+        log:
+            **PACK.member_logs(),
+            pack=PACK.log,
+        benchmark:
+            PACK.benchmark
+        priority: PLAN.packed_jobs.priority(PACK)
+        retries: train_retries(PLAN)
+        conda:
+            ENV
+        container:
+            CONTAINER
+        # each member gets threads.train torch threads (the job: members x that, --cpus-per-task)
+        threads: len(PACK.members) * PLAN.threads("train")
+        resources:
+            **train_model_site_resources(),
+            mem_mb=pack_mem_mb(PLAN, PACK),
+            runtime=pack_runtime(PLAN, PACK),
+            gpu=PLAN.gpu_count(),
+        params:
+            members=PLAN.packed_jobs.params(PACK, code("train", "run_job.py")),
+            code=code("train_packed", "train_packed.py"),
+        script:
+            "../scripts/train_packed.py"
+
+
 # A multi-task run's best checkpoint for one extra task (`best_per_task: true`: BertGen's Table 5
 # decodes each MT task with its own best epoch). The training job keeps them in
 # <model>.task_best/; this copies the one a table decodes, so Snakemake tracks it and redoes it

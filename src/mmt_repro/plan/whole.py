@@ -16,6 +16,7 @@ from .build.alignment import AlignmentJobs
 from .build.analyse import AnalyseJobs
 from .build.backtranslation import BacktranslationJobs
 from .build.curves import CurvesJobs
+from .build.packed import PackedJobs
 from .build.score import ScoreJobs
 from .build.significance import SignificanceJobs
 from .build.table import TableJobs
@@ -54,6 +55,7 @@ class Plan(Lookup):
         self.curves_jobs = CurvesJobs(look)
         self.alignment_jobs = AlignmentJobs(look)
         self.backtranslation_jobs = BacktranslationJobs(look)
+        self.packed_jobs = PackedJobs(look, self.train_jobs)  # packed trainings (config `packing`)
 
 
 def load_plan(repo, configfiles=()) -> Plan:

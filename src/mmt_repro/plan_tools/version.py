@@ -125,6 +125,13 @@ STAGES: dict[str, Stage] = {
         },
         per_model=True,
     ),
+    # a pack of trainings on one GPU allocation (config `packing`): each member runs its train_model
+    # job as it is, and the members' own code versions are the rule's `members` param
+    "train_packed": Stage(
+        entries=_m("execute.packed"), decides=(),
+        not_deciding={f"{PACKAGE}.execute.packed": "starts each member's train_model job, unchanged, in its own "
+                                                   "process: the members' code versions decide their outputs"},
+    ),
     # a multi-task run's best checkpoint of one task, copied out of the training's folder
     "task_checkpoint": Stage(entries=_m("train.task_best"), decides=_m("train.task_best")),
     "translate": Stage(

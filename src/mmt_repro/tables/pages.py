@@ -14,7 +14,7 @@
 
   with the kinds of :data:`BLOCKS`: ``status`` (the README's table per paper), ``reproduced
   PAPER`` (a paper page's rows that ran), ``tsv PATH`` (a committed TSV, e.g. a transcription),
-  ``cost`` (the cost plan's sums), ``calibration FILE`` (a GPU calibration's step times).
+  ``cost`` (the cost plan's sums; ``cost OVERLAY``: with a config overlay's packing), ``calibration FILE`` (a GPU calibration's step times).
 
 ``--check`` writes nothing and lists what differs: ``tests/unit/test_docs.py`` runs it, so a
 figure in the docs is always the one the committed evidence gives.
@@ -262,7 +262,9 @@ def _block_status(repo: Path, where: Path, _arg: str = "") -> list[str]:
     return lines
 
 
-def _block_cost(repo: Path, where: Path, _arg: str = "") -> list[str]:
+def _block_cost(repo: Path, where: Path, arg: str = "") -> list[str]:
+    if arg:
+        return _block_cost_packed(repo, where, arg)
     _, cost = _full_plan(repo.resolve())
     lines = ["| paper | trainings | GPU-hours | largest peak GPU memory (GiB) |", "|---|---|---|---|"]
     for paper, p in cost["papers"].items():
@@ -270,6 +272,35 @@ def _block_cost(repo: Path, where: Path, _arg: str = "") -> list[str]:
     lines.append(f"| **total** | {cost['jobs']} | {cost['total_hours']:,.1f} | |")
     lines += ["", f"_Step times from `{cost['calibration']}` ({cost['device']}); critical path with unlimited GPUs "
               f"{cost['critical_path_h']:,.1f} h. Per job: `python -m mmt_repro plan --markdown`._"]
+    return lines
+
+
+def _block_cost_packed(repo: Path, where: Path, arg: str) -> list[str]:
+    """``cost <overlay>``: the full configuration's cost plan with the overlay's ``packing`` on,
+    per paper: trainings, packs, GPU jobs, GPU-hours alone and packed."""
+    from ..plan import load_plan
+    from ..plan_tools.packing import packed_cost_plan
+
+    file = repo / arg
+    if not file.is_file():
+        raise DataError(file, "a generated cost block names a config overlay that does not exist",
+                        f"commit it, or fix the block in {where}")
+    plan = load_plan(repo.resolve(), [file])
+    cost = packed_cost_plan(plan, plan.targets.default_targets())
+    if not cost.get("packs"):
+        raise DataError(file, "packs no training of the full configuration", "set packing.per_gpu and packing.systems")
+    packs = cost["packs"]
+    lines = ["| paper | trainings | packs | GPU jobs | GPU-hours alone | GPU-hours packed |", "|---|---|---|---|---|---|"]
+    for paper, p in cost["papers"].items():
+        mine = [q for q in packs if q["papers"] == [paper]]
+        members = sum(len(q["keys"]) for q in mine)
+        lines.append(f"| {paper} | {p['jobs']} | {len(mine)} | {p['jobs'] - members + len(mine)} | {p['hours']:,.1f} "
+                     f"| {p['packed_hours']:,.1f} |")
+    lines.append(f"| **total** | {cost['jobs']} | {len(packs)} | {cost['packed_jobs']} | {cost['total_hours']:,.1f} "
+                 f"| {cost['packed_total_hours']:,.1f} |")
+    sources = sorted({q["throughput_source"] for q in packs})
+    lines += ["", f"_`python -m mmt_repro plan --configfile {arg}` on {cost['device']}: packs' throughput "
+              f"{' and '.join(sources)} (`mmt_repro.plan_tools.packing.PACKING_MEASURED`); per pack: the same command._"]
     return lines
 
 
