@@ -23,6 +23,14 @@ extraction) three published formats into the layouts of :mod:`mmt_repro.features
   slots; an image with more boxes keeps the first ``max_boxes`` (the files list them by
   confidence) and the import log counts them.
 
+  The pysimt release (``multi30k_butd_features.tar.bz2``) holds one file per *split* instead:
+  ``<split>_obj36.npz`` (``src`` the folder holding it, found by the image list's stem, or the
+  file itself) with the arrays pysimt's ``ObjectDetectionsDataset`` reads: ``features`` (N, 36,
+  D), rows in the split's image-list order, and ``boxes_and_areas`` (N, 36, 5: x1, y1, x2, y2,
+  area). Its boxes carry no image size: fractions of the image (all <= 1) are stored with
+  width = height = 1, so the normalised geometry is theirs; larger (pixel) values take each
+  image's largest x2/y2 as its size, an approximation the index metadata names.
+
 ``kind="vatex_i3d"`` -- VATEX I3D features, one ``<video id>.npy`` per video in ``src``
   (``(n, 1024)`` or ``(1, n, 1024)``), as a video store ``(N, n_segments, 1024)``: videos
   with more segments keep ``n_segments`` picked evenly (as ``mode="windows"`` extraction),
@@ -208,7 +216,70 @@ def _read_butd(path: Path, D: int | None) -> tuple[np.ndarray, np.ndarray, int, 
     return feats, boxes, int(w), int(h)
 
 
+def _butd_split_file(src: Path, image_list: Path) -> Path | None:
+    """The per-split pysimt file for ``image_list``: ``src`` itself (an ``.npz`` holding
+    ``boxes_and_areas``) or ``src/<stem>_obj36.npz``; None for a folder of per-image files."""
+    if src.is_file() and src.suffix == ".npz":
+        return src
+    cand = src / f"{image_list.stem}_obj36.npz"
+    return cand if src.is_dir() and cand.is_file() else None
+
+
+def _import_butd_split(path, image_list, out_npy, out_boxes, out_index, K, log) -> dict:
+    names = read_item_list(image_list)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if not {"features", "boxes_and_areas"} <= set(z.files):
+                raise DataError(path, f"lacks features/boxes_and_areas (has {z.files})",
+                                "expected pysimt's <split>_obj36.npz (multi30k_butd_features.tar.bz2)")
+            feats, geo = np.asarray(z["features"]), np.asarray(z["boxes_and_areas"], dtype=np.float32)
+    except DataError:
+        raise
+    except Exception as err:
+        raise DataError(path, f"cannot read as .npz ({type(err).__name__}: {err})", "download it again") from err
+    if feats.ndim != 3 or geo.shape[:2] != feats.shape[:2] or geo.shape[2] < 4:
+        raise DataError(path, f"inconsistent shapes: features {feats.shape}, boxes_and_areas {geo.shape}",
+                        "download the release again")
+    if feats.shape[0] != len(names):
+        raise DataError(path, f"has {feats.shape[0]} rows but {image_list} has {len(names)} images",
+                        "use the file of the same split (rows follow the official image list order)")
+    n, k0, D = feats.shape
+    k = min(k0, K)
+    boxes = geo[:, :k, :4]
+    fractions = bool(np.all(boxes <= 1.0 + 1e-6))
+    if fractions:
+        size = np.ones((n, 2), dtype=np.int32)
+    else:
+        size = np.stack([np.ceil(boxes[..., 2].max(axis=1)), np.ceil(boxes[..., 3].max(axis=1))], 1).astype(np.int32)
+    out_feats = np.zeros((n, K, D), dtype=np.float32)
+    out_feats[:, :k] = feats[:, :k]
+    status = row_status(out_feats)
+    raise_for_status(status, names, path, "image", "the file is corrupt: download it again")
+    padded = np.zeros((n, K, 4), dtype=np.float32)
+    padded[:, :k] = boxes
+    with atomic_path(out_npy) as tmp_npy, atomic_path(out_boxes) as tmp_boxes, atomic_path(out_index) as tmp_index:
+        np.save(tmp_npy, to_float16(out_feats))
+        np.save(tmp_boxes, padded)
+        meta = {"kind": "regions", "backend": "butd-pretrained", "weights": "pretrained",
+                "weights_desc": f"official pre-extracted bottom-up-attention features {path.name} (pysimt, one file "
+                                "per split)", "source": str(path), "feature_dim": int(D), "max_boxes": K,
+                "truncated_images": int(n if k0 > K else 0), "shape": [n, K, int(D)], "dtype": "float16",
+                "boxes_file": Path(out_boxes).name,
+                "box_format": ("x1,y1,x2,y2 as fractions of the image (width = height = 1), float32" if fractions else
+                               "x1,y1,x2,y2 pixels; width/height = each image's largest x2/y2 (the release has no "
+                               "image sizes), float32"),
+                "image_list": str(image_list)}
+        write_index(tmp_index, names, meta, columns={"n_boxes": np.full(n, k, dtype=np.int32), "width": size[:, 0],
+                                                     "height": size[:, 1]})
+    log(f"[import] {path.name}: {n} images x {k} regions of {k0}")
+    return {"n": n, "shape": (n, K, int(D)), "mean_boxes": float(k), "truncated": int(n if k0 > K else 0),
+            "npy": str(out_npy), "boxes": str(out_boxes), "index": str(out_index)}
+
+
 def _import_butd(src, image_list, out_npy, out_boxes, out_index, K, chunk_size, log) -> dict:
+    split_file = _butd_split_file(src, image_list)
+    if split_file is not None:
+        return _import_butd_split(split_file, image_list, out_npy, out_boxes, out_index, K, log)
     names = read_item_list(image_list)
     files = _find_all(src, names, ".npz", "image")
     D = int(_read_butd(files[0], None)[0].shape[1])
