@@ -145,3 +145,59 @@ def test_vatex_i3d_per_video(tmp_path):
     np.save(src / f"{videos[1]}.npy", np.zeros((2, 512), np.float32))
     with pytest.raises(DataError, match="dimensions differ"):
         import_pretrained("vatex_i3d", src, lst, *_out(tmp_path, "x"))
+
+
+# ----------------------------------------------------------------------------- stand-in releases
+# The published feature releases' stand-ins (mmt_repro.standins), fetched from a stand-in mirror
+# and unpacked by unpack_archive as rule unpack_input does, then imported from the folder the
+# config's `src` names (resources/<input>/<unpack.into>).
+
+
+def test_pysimt_butd_release_imports_one_file_per_split(standin, tmp_path):
+    """pysimt's multi30k_butd_features.tar.bz2 holds <split>_obj36.npz (features (N, 36, 2048),
+    boxes_and_areas (N, 36, 5)), not one .npz per image: the import finds the split's file by
+    the image list's name and keeps its row order."""
+    import tarfile
+
+    butd, t1 = standin("multi30k_features_butd"), standin("multi30k_task1")
+    with tarfile.open(butd["files"]["multi30k_butd_features.tar.bz2"]) as tar:
+        assert "multi30k_butd_features/test_2017_mscoco_obj36.npz" in tar.getnames()
+    src = butd["resources"] / "obj36"  # config: datasets.multi30k.features.butd-obj36.src
+    image_list = tmp_path / "val.txt"
+    image_list.write_bytes(t1["files"]["image_splits/val.txt"].read_bytes())
+    boxes_out = tmp_path / "o.boxes.npy"
+    info = import_pretrained("butd", src, image_list, *_out(tmp_path), out_boxes=boxes_out, max_boxes=36)
+    assert info["shape"] == (12, 36, 2048) and info["truncated"] == 0
+    with np.load(src / "val_obj36.npz") as z:
+        feats, geo = z["features"].astype(np.float32), z["boxes_and_areas"]
+    store = RegionStore(tmp_path / "o.npy", boxes_out, tmp_path / "o.index.parquet")
+    assert store.lengths.tolist() == [36] * 12 and store.width.tolist() == [1] * 12
+    np.testing.assert_allclose(store.regions(5)[0], feats[5], rtol=1e-3, atol=1e-3)
+    np.testing.assert_array_equal(store.regions(5)[1], geo[5, :, :4])
+    g = store.geometry(5)[0]  # fractions of the image: the geometry is the release's own
+    np.testing.assert_allclose(g, [*geo[5, 0, :4], geo[5, 0, 2] - geo[5, 0, 0], geo[5, 0, 3] - geo[5, 0, 1]], rtol=1e-6)
+    assert "fractions of the image" in store.meta["box_format"]
+    # the wrong split's file is refused by its row count
+    other = tmp_path / "other.txt"
+    other.write_text("a.jpg\n", encoding="utf-8")
+    with pytest.raises(DataError, match="has 12 rows but"):
+        import_pretrained("butd", src / "val_obj36.npz", other, *_out(tmp_path / "x"), out_boxes=tmp_path / "x.npy")
+
+
+def test_pysimt_resnet50_release_and_vatex_i3d_import_from_their_unpacked_folders(standin, tmp_path):
+    r50, t1 = standin("multi30k_features_resnet50"), standin("multi30k_task1")
+    image_list = tmp_path / "test_2017_mscoco.txt"
+    image_list.write_bytes(t1["files"]["image_splits/test_2017_mscoco.txt"].read_bytes())
+    info = import_pretrained("resnet50", r50["resources"] / "resnet50" / "r50-avgp-224-l2", image_list,
+                             *_out(tmp_path), layer="pool5")
+    assert info["shape"] == (8, 1, 2048) and info["layer"] == "pool5"
+    vx, i3d = standin("vatex"), standin("vatex_i3d")
+    from mmt_repro.corpora.vatex import prepare_vatex
+
+    prepare_vatex(vx["files"]["vatex_validation_v1.0.json"], tmp_path / "vatex", "val", check_sizes=False)
+    videos = tmp_path / "vatex" / "image_splits" / "val.txt"
+    got = import_pretrained("vatex_i3d", i3d["resources"] / "trainval", videos, tmp_path / "v.npy",
+                            tmp_path / "v.index.parquet", n_segments=32)
+    assert got["shape"] == (20, 32, 1024)  # 4 videos x 5 pairs; 20-40 segments each, 32 kept
+    test_names = {p.name for p in (i3d["resources"] / "public_test").glob("*.npy")}
+    assert len(test_names) == 3 and not test_names & {p.name for p in (i3d["resources"] / "trainval").glob("*.npy")}

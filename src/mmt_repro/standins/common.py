@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import tarfile
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -17,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import read_lines
 
 #: Member time of every archive member (2015-01-01 00:00:00 UTC): no wall clock in the bytes.
 EPOCH = 1420070400
@@ -36,6 +36,13 @@ WORDS = {
 }
 
 
+def head_lines(path: Path, n: int) -> list[str]:
+    """The first ``n`` lines of a text file (gzip read as text), without reading the rest."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as fh:
+        return [line.rstrip("\n").rstrip("\r") for line in itertools.islice(fh, n)]
+
+
 class Texts:
     """Sentences per language: the first lines of a local copy of the real file when one is
     given (``shared`` root + relative path), else seeded sentences from a small word list."""
@@ -49,7 +56,7 @@ class Texts:
         there is no such copy or it is shorter."""
         if self.shared is None or not (self.shared / rel).is_file():
             return None
-        lines = read_lines(self.shared / rel)[skip:skip + n]
+        lines = head_lines(self.shared / rel, skip + n)[skip:]
         return lines if len(lines) == n and all(x.strip() for x in lines) else None
 
     def sentence(self, lang: str, lo: int = 4, hi: int = 12) -> str:
