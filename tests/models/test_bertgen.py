@@ -767,6 +767,8 @@ def test_hybrid_initialisation_from_the_standin_checkpoints(standin):
     from mmt_repro.text.wordpiece import load_wordpiece
 
     vl = standin("vl_bert_base")["files"]["vl-bert-base-prec.model"]
+    # the manual-only VL-BERT file came from the mirror: the stand-in manifest gives it a mirror_dir
+    assert standin("vl_bert_base")["manifest"]["vl_bert_base"].mirror_dir == "vl-bert"
     mb = standin("mbert_weights")["files"]["model.safetensors"]
     vocab_txt = standin("bertgen_vocab")["files"]["vocab.txt"]
     assert standin("mbert_vocab")["files"]["vocab.txt"].read_text(encoding="utf-8").count("\n") == \
