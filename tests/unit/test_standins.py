@@ -59,7 +59,12 @@ def test_the_overlay_points_a_run_at_the_mirror(tmp_path):
     write_mirror(tmp_path, inputs=["vatex", "flickr8k_text", "flickr8k_images"], video_seconds=1)
     overlay = yaml.safe_load((tmp_path / CONFIG_NAME).read_text(encoding="utf-8"))
     assert overlay["inputs"] == {"mirror": str(tmp_path), "manifest_extra": [str(tmp_path / MANIFEST_NAME)]}
-    assert overlay["datasets"] == {"tasviret": {"images": str(tmp_path / "flickr8k" / "Flicker8k_Dataset")}}
+    assert overlay["datasets"]["tasviret"] == {"images": str(tmp_path / "flickr8k" / "Flicker8k_Dataset"),
+                                               "split_sizes": [16, 6, 6]}  # the stand-in Flickr8k lists
+    # config/config.yaml's prepared corpora without their published-size checks; nothing else set
+    assert {k: v for k, v in overlay["datasets"].items() if k != "tasviret"} == {
+        k: {"check_sizes": False} for k in ("iwslt14_de_en", "iwslt14_fr_en", "setimes2_en_tr", "wmt19_de_fr", "vatex",
+                                             "coco_karpathy_test", "coco_karpathy")}
     listed = (tmp_path / "flickr8k-text" / "Flickr_8k.devImages.txt").read_text(encoding="utf-8").split()
     assert sorted(listed) == sorted(p.name for p in (tmp_path / "flickr8k" / "Flicker8k_Dataset").iterdir()
                                     if p.name in listed)
@@ -81,3 +86,14 @@ def test_checkpoint_keys_are_the_real_ones_at_both_sizes(shapes):
     n = sum(int(np.prod(s)) for s in real.values()) - vocab * 768  # the tied MLM decoder is stored again
     # bert-base-multilingual-cased: 178.6M parameters; VL-BERT base: BERT-base's 110M + the visual parts
     assert n == (178_566_653 if shapes is mbert_shapes else 114_491_515)
+
+
+def test_real_shapes_give_the_vocabularies_their_real_line_count(tmp_path):
+    write_mirror(tmp_path / "small", inputs=["bertgen_vocab"])
+    write_mirror(tmp_path / "real", inputs=["bertgen_vocab"], real_shapes=True)
+    real = load_manifest()["bertgen_vocab"].file("vocab.txt").lines
+    small = _sums(tmp_path / "small")["bertgen_vocab"]["files"]["vocab.txt"]["lines"]
+    assert _sums(tmp_path / "real")["bertgen_vocab"]["files"]["vocab.txt"]["lines"] == real == 119547
+    assert 1000 < small < 3000  # the specials, punctuation and the stand-in corpora's words
+    head = (tmp_path / "real" / "bertgen-vocab" / "vocab.txt").read_text(encoding="utf-8").split("\n")[:106]
+    assert head[:2] == ["[PAD]", "[STOP]"] and head[100:104] == ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
