@@ -405,3 +405,23 @@ def test_image_folders_of_the_standins_hold_every_listed_image(standin, tmp_path
     out = tmp_path / "train2014"
     unpack_archive(zips["files"]["train2014.zip"], out, strip="train2014/", expect="*.jpg")
     assert all(p.name.startswith("COCO_train2014_") for p in out.glob("*.jpg"))
+
+
+def test_extraction_reads_multi30k_coco_entries_with_a_caption_id(standin, tmp_path):
+    """The grid extractor on the stand-in image folder through Multi30k's test_2017_mscoco list,
+    whose entries end in ``#<caption id>``: one row per entry, named as listed, equal to the
+    row of the bare file name."""
+    from mmt_repro.io import read_lines
+
+    folder = standin("flickr30k_images")["folder"]
+    listed = read_lines(standin("multi30k_task1")["files"]["image_splits/test_2017_mscoco.txt"])[:2]
+    bare = [n.split("#")[0] for n in listed]
+    out = {}
+    for tag, names in (("listed", listed), ("bare", bare)):
+        lst = write_lines(tmp_path / f"{tag}.txt", names)
+        npy, idx = tmp_path / f"{tag}.npy", tmp_path / f"{tag}.parquet"
+        info = extract_features(lst, folder, npy, idx, "resnet50", "pool5", "random", 64, batch_size=2)
+        assert info["shape"][0] == 2
+        out[tag] = np.load(npy)
+        assert pq.read_table(idx).column("image").to_pylist() == names
+    np.testing.assert_array_equal(out["listed"], out["bare"])
