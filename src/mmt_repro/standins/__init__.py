@@ -22,7 +22,8 @@ CHECKED_AGAINST: dict[str, str] = {
     "multi30k_task1": "copy: ../shared/datasets/multi30k/task1 (raw/*.gz, image_splits/*.txt; first lines); "
                       "the .cs files, absent there, follow the same layout",
     "multi30k_task1_tok": "copy: ../shared/datasets/multi30k-extra/task1/tok (first lines)",
-    "multi30k_task2": "copy: ../shared/datasets/multi30k/task2 (raw/<split>.<k>.<lang>.gz, image_splits/<split>_images.txt)",
+    "multi30k_task2": "copy: ../shared/datasets/multi30k/task2 (raw/<split>.<k>.<lang>.gz, "
+                      "image_splits/<split>_images.txt)",
     "flickr30k_images": "spec: Flickr30k's flickr30k-images/<photo id>.jpg, named by the Multi30k image lists; "
                         "JPEG, 500-px long side",
     "mscoco_images": "spec: COCO 2014 zips, val2014/COCO_val2014_<12 digits>.jpg (cocodataset.org download page); "
@@ -38,13 +39,16 @@ CHECKED_AGAINST: dict[str, str] = {
     "karpathy_splits": "spec: Karpathy's caption_datasets.zip (dataset_{coco,flickr30k,flickr8k}.json: images with "
                        "filepath/filename/imgid/split/sentences/sentids, COCO cocoid); captions: first lines of "
                        "../shared/datasets/coco-karpathy-test-captions",
-    "coco_karpathy_test_captions": "copy: ../shared/datasets/coco-karpathy-test-captions/testall_caps.txt (first lines)",
-    "flickr8k_text": "copy: ../shared/datasets/flickr8k-text (image lists and Flickr8k.token.txt lines of those images)",
+    "coco_karpathy_test_captions": "copy: ../shared/datasets/coco-karpathy-test-captions/testall_caps.txt "
+                                   "(first lines)",
+    "flickr8k_text": "copy: ../shared/datasets/flickr8k-text (image lists, and the Flickr8k.token.txt lines of "
+                     "those images)",
     "flickr8k_images": "spec: Flickr8k's Flicker8k_Dataset/<name>.jpg, named by the Flickr8k lists; JPEG",
     "tasviret": "spec: Karpathy-style JSON (mmt_repro.corpora.captions docstring), member tasviret8k_captions.json",
     "iwslt14_de_en": "reader: fairseq examples/translation/prepare-iwslt14.sh (de-en/train.tags.de-en.*, "
                      "de-en/IWSLT14.TED*.de-en.*.xml with <seg id>)",
-    "iwslt14_de_en_prepared": "copy: ../shared/datasets/iwslt14-de-en (first lines of each set; test = their concatenation)",
+    "iwslt14_de_en_prepared": "copy: ../shared/datasets/iwslt14-de-en (first lines of each set; test = their "
+                              "concatenation)",
     "iwslt14_fr_en": "reader: fairseq examples/translation/prepare-iwslt14.sh (as de-en, no TEDX.dev2012)",
     "setimes2_en_tr": "spec: OPUS moses zip (SETIMES.en-tr.en, SETIMES.en-tr.tr, README, LICENSE); text: first lines "
                       "of ../shared/datasets/wmt-newstest after the newstest cut",
@@ -54,7 +58,8 @@ CHECKED_AGAINST: dict[str, str] = {
     "vl_bert_base": "reader: jackroos/VL-BERT checkpoint layout as mmt_repro.models.bertgen_convert.VLBERT_KEYS maps "
                     "it (module. prefix, state_dict); shapes shrunk unless real_shapes",
     "mbert_weights": "reader: transformers BertForPreTraining key names (LayerNorm gamma/beta spelling), as "
-                     "mmt_repro.models.bertgen_convert.MBERT_KEYS maps them; safetensors; shapes shrunk unless real_shapes",
+                     "mmt_repro.models.bertgen_convert.MBERT_KEYS maps them; safetensors; shapes shrunk unless "
+                     "real_shapes",
     "bertgen_vocab": "spec: M-BERT cased vocab.txt layout ([PAD], [unused1-99], [UNK] [CLS] [SEP] [MASK] at 100-103) "
                      "with BertGen's renamed [unused] ids; 119,547 lines only with real_shapes",
     "mbert_vocab": "spec: M-BERT cased vocab.txt layout, as bertgen_vocab without BertGen's renames",

@@ -148,7 +148,8 @@ def _encoder(prefix: str, h: int, ffn: int, layers: int) -> dict[str, tuple[int,
 def mbert_shapes(h: int, ffn: int, layers: int, vocab: int) -> dict[str, tuple[int, ...]]:
     """Key -> shape of bert-base-multilingual-cased (``BertForPreTraining``), LayerNorm spelt
     ``gamma``/``beta`` as in Google's original port."""
-    shapes = {"bert.embeddings.word_embeddings.weight": (vocab, h), "bert.embeddings.position_embeddings.weight": (512, h),
+    shapes = {"bert.embeddings.word_embeddings.weight": (vocab, h),
+              "bert.embeddings.position_embeddings.weight": (512, h),
               "bert.embeddings.token_type_embeddings.weight": (2, h), "bert.embeddings.LayerNorm.gamma": (h,),
               "bert.embeddings.LayerNorm.beta": (h,)}
     shapes.update({k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
@@ -182,7 +183,8 @@ def vlbert_shapes(h: int, ffn: int, layers: int, vocab: int) -> dict[str, tuple[
                    f"{m}vlbert.mlm_head.predictions.transform.LayerNorm.weight": (h,),
                    f"{m}vlbert.mlm_head.predictions.transform.LayerNorm.bias": (h,),
                    f"{m}vlbert.mlm_head.predictions.decoder.weight": (vocab, h),
-                   f"{m}vlbert.mvrc_head.transform.dense.weight": (h, h), f"{m}vlbert.mvrc_head.transform.dense.bias": (h,),
+                   f"{m}vlbert.mvrc_head.transform.dense.weight": (h, h),
+                   f"{m}vlbert.mvrc_head.transform.dense.bias": (h,),
                    f"{m}vlbert.mvrc_head.region_cls_pred.weight": (1601, h),
                    f"{m}vlbert.mvrc_head.region_cls_pred.bias": (1601,)})
     return shapes

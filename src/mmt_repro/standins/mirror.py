@@ -30,7 +30,8 @@ SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "datasets"
 #: that name them (request-only folders), or the ``mirror_dir`` the stand-in manifest gives
 #: them (a manual-only file, fetched from the mirror like any other).
 REQUEST_FOLDERS = {
-    "flickr30k_images": ("flickr30k/flickr30k-images", ["datasets.multi30k.images", "datasets.flickr30k_captions.images"]),
+    "flickr30k_images": ("flickr30k/flickr30k-images",
+                         ["datasets.multi30k.images", "datasets.flickr30k_captions.images"]),
     "flickr8k_images": ("flickr8k/Flicker8k_Dataset", ["datasets.tasviret.images"]),
     "vatex_videos": ("vatex-videos", ["datasets.vatex.videos"]),
     "vl_bert_base": ("vl-bert", []),
@@ -124,7 +125,8 @@ def write_mirror(root: str | Path, seed: int = 1, inputs: Iterable[str] | None =
             entry["mirror_dir"] = REQUEST_FOLDERS[name][0]
         if entry:
             extra[name] = entry
-        written[name] = sorted(inp.files) or sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+        written[name] = sorted(inp.files) or sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                                                    if p.is_file())
         log.info("stand-in %s: %d files under %s", name, len(written[name]), folder)
     manifest_path = root / MANIFEST_NAME
     with atomic_write(manifest_path) as fh:

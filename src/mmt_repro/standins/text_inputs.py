@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import Texts, gz_bytes, text_bytes, write, write_tar, write_zip
+from .common import WORDS, gz_bytes, text_bytes, write, write_tar, write_zip
 from .world import World
 
 M30K = "multi30k/task1"
@@ -40,7 +40,7 @@ def write_multi30k_task1_tok(w: World, folder: Path) -> dict:
             n = len(w.m30k_images[split])
             lines = w.texts.real(f"multi30k-extra/task1/tok/{name}", n)
             if lines is None:
-                lines = [s.lower().replace(" .", " .") for s in w.texts.lines(lang, n)]
+                lines = [s.lower() for s in w.texts.lines(lang, n)]
             write(folder / name, text_bytes(lines))
             out[name] = {"lines": n}
     return out
@@ -69,8 +69,10 @@ def write_multi30k_task2(w: World, folder: Path) -> dict:
 #: the other pairs each official archive holds (written small, so the reader has to pick)
 WMT15_MEMBERS = {
     "europarl-v7-de-en.tgz": ("", [("europarl-v7.de-en", "de-en")]),
-    "training-parallel-commoncrawl.tgz": ("", [(f"commoncrawl.{p}", p) for p in ("cs-en", "de-en", "es-en", "fr-en", "ru-en")]),
-    "training-parallel-nc-v10.tgz": ("training/", [(f"news-commentary-v10.{p}", p) for p in ("cs-en", "de-en", "fr-en", "ru-en")]),
+    "training-parallel-commoncrawl.tgz": ("", [(f"commoncrawl.{p}", p)
+                                               for p in ("cs-en", "de-en", "es-en", "fr-en", "ru-en")]),
+    "training-parallel-nc-v10.tgz": ("training/", [(f"news-commentary-v10.{p}", p)
+                                                   for p in ("cs-en", "de-en", "fr-en", "ru-en")]),
 }
 
 
@@ -81,7 +83,7 @@ def write_wmt15_en_de(w: World, folder: Path) -> dict:
             n = w.n["wmt15"] if pair == "de-en" else 3
             src, tgt = pair.split("-")
             for lang in (src, tgt):
-                lines = w.texts.lines(lang if lang in ("en", "de", "cs") else "en", n)
+                lines = w.texts.lines(lang if lang in WORDS else "en", n)
                 if archive.startswith("europarl") and lang == "de":
                     lines[1] = ""  # Europarl has unaligned sentences: an empty side the reader drops
                 members[f"{top}{prefix}.{lang}"] = text_bytes(lines)
@@ -117,7 +119,8 @@ def _iwslt_xml(w: World, name: str, pair: str, lang: str, segs: list[str]) -> li
     head = f'<{kind} setid="iwslt2014-{name.split(".")[1]}" srclang="{langs[src]}"' + \
         ("" if kind == "srcset" else f' trglang="{langs[tgt]}"') + ">"
     body = ['<?xml version="1.0" encoding="UTF-8"?>', "<mteval>", head, '<doc docid="535" genre="lectures">',
-            "<url>http://www.ted.com/talks/talk.html</url>", "<description>TED Talk Subtitles and Transcript</description>",
+            "<url>http://www.ted.com/talks/talk.html</url>",
+            "<description>TED Talk Subtitles and Transcript</description>",
             "<keywords>talks</keywords>", "<talkid>535</talkid>", "<title>A talk</title>"]
     body += [f'<seg id="{i}"> {s} </seg>' for i, s in enumerate(segs, start=1)]
     return body + ["</doc>", f"</{kind}>", "</mteval>"]
@@ -126,11 +129,9 @@ def _iwslt_xml(w: World, name: str, pair: str, lang: str, segs: list[str]) -> li
 def _write_iwslt(w: World, folder: Path, pair: str) -> None:
     src, tgt = pair.split("-")
     members = {}
-    for lang in (src, tgt):  # train: the same texts seed order for both sides (parallel lines)
-        members[f"{pair}/train.tags.{pair}.{lang}"] = b""
     state = w.texts.rng.bit_generator.state
     for lang in (src, tgt):
-        w.texts.rng.bit_generator.state = state  # both sides get sentences of the same lengths
+        w.texts.rng.bit_generator.state = state  # both sides get sentences of the same lengths (parallel)
         members[f"{pair}/train.tags.{pair}.{lang}"] = text_bytes(_iwslt_train(w, pair, lang, 2, w.n["iwslt_talk"]))
     for name in IWSLT_SETS[pair]:
         for lang in (src, tgt):
@@ -179,7 +180,7 @@ NEWSTEST = {"newstest2016": "en-tr", "newstest2017": "en-tr", "newstest2018": "e
 
 def newstest_lines(w: World, test_set: str, lang: str) -> list[str]:
     pair = NEWSTEST[test_set]
-    return w.texts.lines(lang, w.n["newstest"], f"wmt-newstest/{test_set}.{pair}.{lang}")
+    return w.shared_lines(f"{test_set}.{lang}", lang, w.n["newstest"], f"wmt-newstest/{test_set}.{pair}.{lang}")
 
 
 def write_wmt_newstest(w: World, folder: Path) -> dict:

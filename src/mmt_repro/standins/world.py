@@ -44,9 +44,10 @@ class World:
         for split in ("train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco"):
             n = self.n[split]
             names = t.real(f"multi30k/task1/image_splits/{split}.txt", n)
-            if names is None:
-                names = [self._coco_name("train2014" if i % 2 else "val2014") + f"#{100000 + i}" for i in range(n)] \
-                    if split == "test_2017_mscoco" else [f"{int(self.rng.integers(10**9, 10**10))}.jpg" for _ in range(n)]
+            if names is None and split == "test_2017_mscoco":
+                names = [self._coco_name("train2014" if i % 2 else "val2014") + f"#{100000 + i}" for i in range(n)]
+            elif names is None:
+                names = [f"{int(self.rng.integers(10**9, 10**10))}.jpg" for _ in range(n)]
             self.m30k_images[split] = names
         test_2017 = t.real("multi30k/task2/image_splits/test_2017_images.txt", self.n["task2_test_2017"]) or \
             [f"{int(self.rng.integers(10**10, 10**11))}_{t.hex_id(10)}.jpg" for _ in range(self.n["task2_test_2017"])]
@@ -74,6 +75,14 @@ class World:
         key = [self.seed, zlib.crc32(input_name.encode("utf-8"))]
         self.rng = np.random.default_rng(key)
         self.texts.rng = np.random.default_rng(key + [1])
+
+    def shared_lines(self, key: str, lang: str, n: int, rel: str | None = None) -> list[str]:
+        """Lines that several inputs hold alike (a news test set as plain text and as SGML): the
+        first lines of ``rel`` when there is a copy, else seeded by ``key`` alone, so every input
+        that asks gets the same sentences whatever was drawn before."""
+        texts = Texts(self.seed, self.texts.shared)
+        texts.rng = np.random.default_rng([self.seed, zlib.crc32(key.encode("utf-8"))])
+        return texts.lines(lang, n, rel)
 
     # ------------------------------------------------------------------ names
     def _coco_name(self, folder: str) -> str:
