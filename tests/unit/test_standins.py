@@ -94,6 +94,6 @@ def test_real_shapes_give_the_vocabularies_their_real_line_count(tmp_path):
     real = load_manifest()["bertgen_vocab"].file("vocab.txt").lines
     small = _sums(tmp_path / "small")["bertgen_vocab"]["files"]["vocab.txt"]["lines"]
     assert _sums(tmp_path / "real")["bertgen_vocab"]["files"]["vocab.txt"]["lines"] == real == 119547
-    assert 1000 < small < 3000  # the specials, punctuation and the stand-in corpora's words
+    assert 300 < small < 3000  # the specials, punctuation and the stand-in corpora's words
     head = (tmp_path / "real" / "bertgen-vocab" / "vocab.txt").read_text(encoding="utf-8").split("\n")[:106]
     assert head[:2] == ["[PAD]", "[STOP]"] and head[100:104] == ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
