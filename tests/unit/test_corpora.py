@@ -530,7 +530,7 @@ def test_wmt15_reads_the_three_standin_archives(standin, tmp_path):
                       "news-commentary-v10.de-en": {"pairs": 24, "kept": 24}}
     assert len(read_lines(tmp_path / "train.en")) == len(read_lines(tmp_path / "train.de")) == 71
     with tarfile.open(s["files"]["training-parallel-nc-v10.tgz"]) as tar:
-        assert "training/news-commentary-v10.de-en.de" in tar.getnames()
+        assert "news-commentary-v10.de-en.de" in tar.getnames()  # at the top: no training/ folder in v10
 
 
 @pytest.mark.parametrize("pair,sets", [("de-en", 5), ("fr-en", 4)])
@@ -563,8 +563,8 @@ def test_setimes_and_newstest_read_their_standins(standin, tmp_path):
                                   ("wmt19-test.tgz", "newstest2019-defr-src-ts.de.sgm", "newstest2019.de-fr.de")):
         extract_member(sgm[archive], member, tmp_path / member)
         assert read_sgm(tmp_path / member) == read_lines(plain[text])  # the SGML holds the plain-text sentences
-    counts = prepare_newstest({"en": [plain["newstest2016.en-tr.en"], plain["newstest2017.en-tr.en"]],
-                               "tr": [plain["newstest2016.en-tr.tr"], plain["newstest2017.en-tr.tr"]]}, tmp_path, "valid")
+    sources = {lang: [plain[f"newstest2016.en-tr.{lang}"], plain[f"newstest2017.en-tr.{lang}"]] for lang in ("en", "tr")}
+    counts = prepare_newstest(sources, tmp_path, "valid")
     assert counts["en"] == counts["tr"] == 24
 
 

@@ -33,8 +33,8 @@ CHECKED_AGAINST: dict[str, str] = {
     "multi30k_features_butd": "reader: ImperialNLP/pysimt pysimt/datasets/objdet.py (ObjectDetectionsDataset: order, "
                               "features, objects_id, attrs_id, boxes_and_areas) and data/multi30k/prepare.sh "
                               "(top folder multi30k_butd_features/, <split>_obj36.npz)",
-    "wmt15_en_de": "spec: statmt.org archive layouts (europarl-v7.de-en.*, commoncrawl.<pair>.*, "
-                   "training/news-commentary-v10.<pair>.*), as mmt_repro.corpora.wmt reads them",
+    "wmt15_en_de": "reader: GluonNLP scripts/datasets/machine_translation/prepare_wmt.py member table "
+                   "(europarl-v7.de-en.*, commoncrawl.de-en.*, news-commentary-v10.de-en.*, all at the top level)",
     "fasttext_cc": "spec: fasttext.cc crawl-vectors page (.vec: '<count> <dim>' header, 'word v1..v300' lines, gzip)",
     "karpathy_splits": "spec: Karpathy's caption_datasets.zip (dataset_{coco,flickr30k,flickr8k}.json: images with "
                        "filepath/filename/imgid/split/sentences/sentids, COCO cocoid); captions: first lines of "

@@ -66,13 +66,15 @@ def write_multi30k_task2(w: World, folder: Path) -> dict:
 
 # ----------------------------------------------------------------------------- WMT'15 (Calixto et al.)
 #: archive -> (member folder, [(member prefix, pair)]): the de-en files the reader takes, plus
-#: the other pairs each official archive holds (written small, so the reader has to pick)
+#: the other pairs each official archive holds (written small, so the reader has to pick). All
+#: three at the archive's top level, as GluonNLP's prepare_wmt.py member table gives them (nc-v9
+#: and v12 have a training/ folder, v10 has none).
 WMT15_MEMBERS = {
     "europarl-v7-de-en.tgz": ("", [("europarl-v7.de-en", "de-en")]),
     "training-parallel-commoncrawl.tgz": ("", [(f"commoncrawl.{p}", p)
                                                for p in ("cs-en", "de-en", "es-en", "fr-en", "ru-en")]),
-    "training-parallel-nc-v10.tgz": ("training/", [(f"news-commentary-v10.{p}", p)
-                                                   for p in ("cs-en", "de-en", "fr-en", "ru-en")]),
+    "training-parallel-nc-v10.tgz": ("", [(f"news-commentary-v10.{p}", p)
+                                          for p in ("cs-en", "de-en", "fr-en", "ru-en")]),
 }
 
 
