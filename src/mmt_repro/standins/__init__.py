@@ -53,7 +53,9 @@ CHECKED_AGAINST: dict[str, str] = {
     "setimes2_en_tr": "spec: OPUS moses zip (SETIMES.en-tr.en, SETIMES.en-tr.tr, README, LICENSE); text: first lines "
                       "of ../shared/datasets/wmt-newstest after the newstest cut",
     "wmt_newstest_sgm": "copy: ../shared/datasets/wmt-newstest/newstest2019-defr-src-ts.de.sgm (SGML layout); "
-                        "member folders dev/, test/, sgm/ of statmt.org's dev.tgz and test.tgz",
+                        "reader: sacrebleu's dataset table for the members of wmt18's test.tgz "
+                        "(test/newstest2018-entr-src.en.sgm, ...-ref.tr.sgm); dev/ of dev.tgz and sgm/ of wmt19's "
+                        "test.tgz as the same table names them (not seen in a copy)",
     "wmt_newstest": "copy: ../shared/datasets/wmt-newstest (first lines)",
     "vl_bert_base": "reader: jackroos/VL-BERT checkpoint layout as mmt_repro.models.bertgen_convert.VLBERT_KEYS maps "
                     "it (module. prefix, state_dict); shapes shrunk unless real_shapes",
