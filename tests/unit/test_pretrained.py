@@ -201,3 +201,9 @@ def test_pysimt_resnet50_release_and_vatex_i3d_import_from_their_unpacked_folder
     assert got["shape"] == (20, 32, 1024)  # 4 videos x 5 pairs; 20-40 segments each, 32 kept
     test_names = {p.name for p in (i3d["resources"] / "public_test").glob("*.npy")}
     assert len(test_names) == 3 and not test_names & {p.name for p in (i3d["resources"] / "trainval").glob("*.npy")}
+
+
+def test_the_standin_i3d_arrays_have_the_released_leading_axis(standin):
+    i3d = standin("vatex_i3d")["resources"] / "trainval"
+    shapes = {np.load(p).shape[::2] for p in i3d.glob("*.npy")}
+    assert shapes == {(1, 1024)}  # (1, n_segments, 1024), as the VATEX baseline's np.load(path)[0] expects

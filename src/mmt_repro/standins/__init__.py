@@ -68,7 +68,8 @@ CHECKED_AGAINST: dict[str, str] = {
     "vatex": "spec: VATEX v1.0 JSON (list of videoID, enCap[10], chCap[10]; the last 5 parallel); val ids and "
              "parallel captions from ../shared/datasets/vatex-val-parallel",
     "vatex_val_prepared": "copy: ../shared/datasets/vatex-val-parallel (first lines)",
-    "vatex_i3d": "reader: the VATEX baseline's README (unzip trainval.zip; trainval/<videoID>.npy, (n, 1024))",
+    "vatex_i3d": "reader: the VATEX baseline's README (unzip trainval.zip: trainval/<videoID>.npy) and its "
+                 "dataloader's load_video_features (np.load(path)[0]: arrays (1, n_segments, 1024))",
     "vatex_videos": "spec: VATEX clip ids <YouTube id>_<start>_<end> (10 s); MP4 H.264",
 }
 #: inputs the generator does not write, and why.

@@ -121,10 +121,11 @@ def write_multi30k_features_butd(w: World, folder: Path) -> dict:
 
 def write_vatex_i3d(w: World, folder: Path) -> dict:
     """``trainval.zip`` (``trainval/<videoID>.npy``, train and val videos) and ``public_test.zip``
-    (``public_test/<videoID>.npy``): one (n_segments, 1024) float32 array per video."""
+    (``public_test/<videoID>.npy``): one (1, n_segments, 1024) float32 array per video (the VATEX
+    baseline's ``load_video_features`` takes ``np.load(path)[0]``)."""
     for archive, top, videos in (("trainval.zip", "trainval", w.vatex["train"] + w.vatex["val"]),
                                  ("public_test.zip", "public_test", w.vatex_test)):
-        members = {f"{top}/{vid}.npy": npy_bytes(w.rng.standard_normal((int(w.rng.integers(20, 41)), 1024))
+        members = {f"{top}/{vid}.npy": npy_bytes(w.rng.standard_normal((1, int(w.rng.integers(20, 41)), 1024))
                                                  .astype(np.float32)) for vid in videos}
         write_zip(folder / archive, members, folders=[f"{top}/"])
     return {}
