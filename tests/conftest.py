@@ -134,10 +134,13 @@ class StandinInputs:
             from mmt_repro.corpora.fetch import fetch_input_file
             from mmt_repro.corpora.manifest import load_manifest
             from mmt_repro.corpora.unpack import unpack_archive
-            from mmt_repro.standins.mirror import folder_of, write_mirror
+            from mmt_repro.standins.mirror import EXTRAS, folder_of, write_mirror
 
             root = self.base / name / "mirror"
             written = write_mirror(root, inputs=[name], video_seconds=1.0, video_fps=8)
+            if name in EXTRAS:  # no manifest input: read where it was written
+                self._done[name] = {"mirror": root, "written": written, "folder": root / EXTRAS[name][0]}
+                return self._done[name]
             manifest = load_manifest(extra=[written["manifest"]])
             res = self.base / name / "resources"
             files = {}

@@ -11,7 +11,7 @@ import pytest
 from mmt_repro.features.pretrained import import_pretrained
 from mmt_repro.features.store import RegionStore
 from mmt_repro.features.store import FeatureStore
-from mmt_repro.io import DataError, write_lines
+from mmt_repro.io import DataError, read_lines, write_lines
 
 IMAGES = ["1000092795.jpg", "10002456.jpg", "1000268201.jpg"]
 
@@ -207,3 +207,29 @@ def test_the_standin_i3d_arrays_have_the_released_leading_axis(standin):
     i3d = standin("vatex_i3d")["resources"] / "trainval"
     shapes = {np.load(p).shape[::2] for p in i3d.glob("*.npy")}
     assert shapes == {(1, 1024)}  # (1, n_segments, 1024), as the VATEX baseline's np.load(path)[0] expects
+
+
+def test_standin_bottom_up_attention_files_import_for_every_listed_image(standin, tmp_path):
+    """BertGen's 10-100-box region files (no manifest input; the feature sets' butd-regions.src):
+    one .npz per stand-in image, found for Multi30k's COCO entries (``...jpg#<id>``) and Flickr8k
+    names alike, each box inside its image."""
+    from PIL import Image
+
+    import yaml
+
+    src = standin("butd_regions")["folder"]
+    overlay = yaml.safe_load(open(standin("butd_regions")["written"]["config"], encoding="utf-8"))
+    assert {d: v["features"]["butd-regions"]["src"] for d, v in overlay["datasets"].items() if "features" in v} == \
+        {d: str(src) for d in ("multi30k", "tasviret", "flickr30k_captions", "coco_karpathy")}
+    lists = {"mscoco": standin("multi30k_task1")["files"]["image_splits/test_2017_mscoco.txt"],
+             "f8k": standin("flickr8k_text")["files"]["Flickr_8k.testImages.txt"]}
+    images = standin("flickr30k_images")["folder"]
+    for tag, image_list in lists.items():
+        boxes_out = tmp_path / f"{tag}.boxes.npy"
+        info = import_pretrained("butd", src, image_list, *_out(tmp_path, tag), out_boxes=boxes_out, max_boxes=100)
+        store = RegionStore(tmp_path / f"{tag}.npy", boxes_out, tmp_path / f"{tag}.index.parquet")
+        assert info["shape"][1:] == (100, 2048) and 10 <= store.lengths.min() <= store.lengths.max() <= 100
+        assert (store.geometries(range(len(store.lengths)))[..., :4] <= 1).all()  # boxes inside the image
+    first = read_lines(lists["mscoco"])[0].split("#")[0]
+    with Image.open(images / first) as im, np.load(src / f"{first[:-4]}.npz") as z:
+        assert (int(z["image_w"]), int(z["image_h"])) == im.size  # the region file's size is the image's

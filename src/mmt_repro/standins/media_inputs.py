@@ -10,6 +10,7 @@ feed-forward size and the WordPiece count shrunk (:data:`SHRUNK`), the layer cou
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -26,27 +27,30 @@ FLICKR_SIZES = ((500, 375), (500, 333), (333, 500), (500, 400))
 COCO_SIZES = ((640, 480), (480, 640), (640, 427))
 
 
-def _images(w: World, names: list[str], sizes) -> dict[str, bytes]:
-    out = {}
-    for name in names:
-        width, height = sizes[int(w.rng.integers(0, len(sizes)))]
-        out[name] = jpeg_bytes(w.rng, width, height)
-    return out
+def image_size(name: str) -> tuple[int, int]:
+    """(width, height) of the stand-in image ``name``: fixed by the name, so the image files and
+    the region files that describe them agree."""
+    sizes = COCO_SIZES if name.startswith("COCO_") else FLICKR_SIZES
+    return sizes[zlib.crc32(name.encode("utf-8")) % len(sizes)]
+
+
+def _images(w: World, names: list[str]) -> dict[str, bytes]:
+    return {name: jpeg_bytes(w.rng, *image_size(name)) for name in names}
 
 
 def write_flickr30k_images(w: World, folder: Path) -> dict:
     """``flickr30k-images/<id>.jpg`` for every Flickr30k name of the stand-in lists, and the COCO
     images of Multi30k's ``test_2017_mscoco`` beside them (the one image folder that
     ``datasets.multi30k.images`` names holds both)."""
-    for name, data in _images(w, w.flickr30k_names(), FLICKR_SIZES).items():
+    for name, data in _images(w, w.flickr30k_names()).items():
         write(folder / name, data)
-    for name, data in _images(w, [n.split("#")[0] for n in w.m30k_images["test_2017_mscoco"]], COCO_SIZES).items():
+    for name, data in _images(w, [n.split("#")[0] for n in w.m30k_images["test_2017_mscoco"]]).items():
         write(folder / name, data)
     return {}
 
 
 def write_flickr8k_images(w: World, folder: Path) -> dict:
-    for name, data in _images(w, w.f8k_all, FLICKR_SIZES).items():
+    for name, data in _images(w, w.f8k_all).items():
         write(folder / name, data)
     return {}
 
@@ -56,7 +60,7 @@ def write_mscoco_images(w: World, folder: Path) -> dict:
     names = w.coco_names()
     for part in ("val2014", "train2014"):
         picked = [n for n in names if n.startswith(f"COCO_{part}_")]
-        members = {f"{part}/{n}": data for n, data in _images(w, picked, COCO_SIZES).items()}
+        members = {f"{part}/{n}": data for n, data in _images(w, picked).items()}
         write_zip(folder / f"{part}.zip", members, folders=[f"{part}/"], stored=True)
     return {}
 
@@ -128,6 +132,25 @@ def write_vatex_i3d(w: World, folder: Path) -> dict:
         members = {f"{top}/{vid}.npy": npy_bytes(w.rng.standard_normal((1, int(w.rng.integers(20, 41)), 1024))
                                                  .astype(np.float32)) for vid in videos}
         write_zip(folder / archive, members, folders=[f"{top}/"])
+    return {}
+
+
+def write_butd_regions(w: World, folder: Path) -> dict:
+    """Bottom-up-attention region files of every stand-in image (Flickr30k, the COCO images,
+    Flickr8k), one ``<image stem>.npz`` each with 10-100 boxes (BertGen's setting) in the
+    spelling of bottom-up-attention.pytorch's ``extract_features.py``: ``x`` (n, 2048),
+    ``bbox`` (n, 4) pixels of the image, ``num_bbox``, ``image_w``, ``image_h``. Not a manifest
+    input: BertGen's 10-100-box features are extracted, not downloaded (the feature sets'
+    ``butd-regions.src``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in list(dict.fromkeys(w.flickr30k_names() + w.coco_names() + w.f8k_all)):
+        width, height = image_size(name)
+        n = int(w.rng.integers(10, 101))
+        x = np.maximum(w.rng.standard_normal((n, 2048)) - 2.0, 0).astype(np.float32)
+        xy = np.sort(w.rng.random((n, 2, 2)), axis=1) * np.array([width - 1, height - 1], dtype=np.float64)
+        bbox = np.stack([xy[:, 0, 0], xy[:, 0, 1], xy[:, 1, 0], xy[:, 1, 1]], axis=1).astype(np.float32)
+        np.savez_compressed(folder / f"{Path(name).stem}.npz", x=x, bbox=bbox, num_bbox=np.int64(n),
+                            image_w=np.int64(width), image_h=np.int64(height))
     return {}
 
 

@@ -38,6 +38,15 @@ REQUEST_FOLDERS = {
 }
 
 
+#: Stand-ins that are no manifest input, written with every mirror: folder under the root, the
+#: writer, and the config keys of config/config.yaml the overlay points at the folder.
+EXTRAS = {
+    "butd_regions": ("butd-regions", media.write_butd_regions,
+                     [f"datasets.{d}.features.butd-regions.src"
+                      for d in ("multi30k", "tasviret", "flickr30k_captions", "coco_karpathy")]),
+}
+
+
 def writers() -> dict:
     """input -> its writer ``(World, folder) -> dict``."""
     found = {}
@@ -83,7 +92,7 @@ def write_mirror(root: str | Path, seed: int = 1, inputs: Iterable[str] | None =
                  shared: str | Path | None = SHARED, real_shapes: bool = False, scale: int = 1,
                  video_seconds: float = 10.0, video_fps: int = 10) -> dict:
     """Write the stand-ins of ``inputs`` (default: every input of the manifest but
-    :data:`~mmt_repro.standins.NOT_WRITTEN`) under ``root``; returns ``{"manifest", "config",
+    :data:`~mmt_repro.standins.NOT_WRITTEN`, and the :data:`EXTRAS`) under ``root``; returns ``{"manifest", "config",
     "inputs": {input: [files]}}``. ``shared``: a folder laid out like ../shared/datasets whose
     files' first lines the stand-ins take (None: seeded text only); ``real_shapes``: checkpoints
     and vocabularies at their real sizes; ``scale``: lines per split times this."""
@@ -91,11 +100,13 @@ def write_mirror(root: str | Path, seed: int = 1, inputs: Iterable[str] | None =
     manifest = load_manifest()
     raw = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))["inputs"]
     table = writers()
-    wanted = list(inputs) if inputs is not None else [n for n in manifest if n not in NOT_WRITTEN]
+    extras = [n for n in (inputs or []) if n in EXTRAS]
+    wanted = [n for n in inputs if n not in EXTRAS] if inputs is not None else \
+        [n for n in manifest if n not in NOT_WRITTEN]
     unknown = [n for n in wanted if n not in table]
     if unknown:
         raise DataError(None, f"no stand-in writer for {', '.join(unknown)}",
-                        f"inputs with writers: {', '.join(sorted(table))}")
+                        f"inputs with writers: {', '.join(sorted([*table, *EXTRAS]))}")
     shared = Path(shared) if shared and Path(shared).is_dir() else None
     world = World(seed, shared, real_shapes, scale, video_seconds, video_fps)
     extra: dict[str, dict] = {}
@@ -138,6 +149,15 @@ def write_mirror(root: str | Path, seed: int = 1, inputs: Iterable[str] | None =
             for key in keys:
                 _, dataset, field = key.split(".")
                 overlay["datasets"].setdefault(dataset, {})[field] = str(root / rel)
+    for name, (rel, writer, keys) in EXTRAS.items():
+        if inputs is None or name in extras:
+            world.reseed(name)
+            writer(world, root / rel)
+            written[name] = sorted(p.name for p in (root / rel).iterdir())
+            for key in keys:
+                _, dataset, _, fs, field = key.split(".")
+                overlay["datasets"].setdefault(dataset, {}).setdefault("features", {}).setdefault(fs, {})[field] = \
+                    str(root / rel)
     for dataset, keys in _unsized(world).items():
         overlay["datasets"].setdefault(dataset, {}).update(keys)
     config_path = root / CONFIG_NAME
