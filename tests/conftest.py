@@ -114,3 +114,49 @@ def toy_corpus(tmp_path):
     # the same features as files (a feature store each), for training jobs (tests/training_jobs.py)
     stores = {"train": write_store(d, "train", np.stack(feats)), "val": write_store(d, "val", np.stack(feats[:16]))}
     return {"dir": d, "features": Store(np.stack(feats)), "val_features": Store(np.stack(feats[:16])), "stores": stores}
+
+
+class StandinInputs:
+    """Stand-in inputs (mmt_repro.standins) read through the path of the real files: each
+    input's stand-in mirror is written once per session (its own folder and stand-in
+    manifest), then every file is fetched from that mirror into ``resources/<input>/`` by
+    ``fetch_input_file`` (sha256 and line counts checked against the stand-in manifest) and
+    each declared archive unpacked by ``unpack_archive``, as rules fetch_input and unpack_input do."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self._done: dict[str, dict] = {}
+
+    def __call__(self, name: str) -> dict:
+        """``{"resources": resources/<input>/, "mirror": its mirror root, "manifest": the
+        manifest with the stand-in one merged, "files": {file: fetched path}, "written": ...}``."""
+        if name not in self._done:
+            from mmt_repro.corpora.fetch import fetch_input_file
+            from mmt_repro.corpora.manifest import load_manifest
+            from mmt_repro.corpora.unpack import unpack_archive
+            from mmt_repro.standins.mirror import EXTRAS, folder_of, write_mirror
+
+            root = self.base / name / "mirror"
+            written = write_mirror(root, inputs=[name], video_seconds=1.0, video_fps=8)
+            if name in EXTRAS:  # no manifest input: read where it was written
+                self._done[name] = {"mirror": root, "written": written, "folder": root / EXTRAS[name][0]}
+                return self._done[name]
+            manifest = load_manifest(extra=[written["manifest"]])
+            res = self.base / name / "resources"
+            files = {}
+            for f in manifest.input(name).files.values():
+                out = res / name / f.name
+                fetch_input_file(name, f.name, out, mirror_root=root, manifest=manifest)
+                files[f.name] = out
+                if f.unpack:
+                    unpack_archive(out, res / name / f.unpack["into"], f.unpack["strip"], f.unpack["expect"])
+            self._done[name] = {"resources": res / name, "mirror": root, "manifest": manifest, "files": files,
+                                "written": written, "folder": root / folder_of(manifest.input(name))}
+        return self._done[name]
+
+
+@pytest.fixture(scope="session")
+def standin(tmp_path_factory):
+    """``standin(input)``: that input's stand-in files fetched (and unpacked) from a stand-in
+    mirror, written once per session (:class:`StandinInputs`)."""
+    return StandinInputs(tmp_path_factory.mktemp("standins"))

@@ -212,6 +212,19 @@ def _docs(args) -> int:
     return 0
 
 
+def _standins(args) -> int:
+    from .standins.mirror import write_mirror
+
+    got = write_mirror(args.out, seed=args.seed, inputs=args.inputs or None,
+                       shared=None if args.no_shared else args.shared, real_shapes=args.real_shapes,
+                       scale=args.scale, video_seconds=args.video_seconds)
+    for name, files in got["inputs"].items():
+        print(f"{name}: {len(files)} file(s)")
+    print(f"stand-in manifest: {got['manifest']}\nconfig overlay: {got['config']} "
+          f"(snakemake ... --configfile config/config.yaml {got['config']})")
+    return 0
+
+
 def _targets_after_configfile(args, positional: str) -> None:
     """``--configfile a.yaml target ...``: the words after the config files that are not config
     files are targets (``nargs="+"`` would take them all as config files)."""
@@ -318,6 +331,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="no run folder: build the scores and tables from <out>/transcribed/scores.tsv")
     p.add_argument("--reason", help="with --transcribed: why the evidence is not committed")
     p.set_defaults(func=_reference)
+    p = sub.add_parser("standins", help="write stand-in inputs (every manifest input in its real format, cut "
+                                        "small) into a mirror folder, with their manifest and a config overlay")
+    p.add_argument("out", help="the mirror folder to write (inputs.mirror of the overlay)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--inputs", nargs="*", help="manifest inputs to write (default: all that have a stand-in)")
+    p.add_argument("--shared", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "datasets"),
+                   help="local copies of the real files whose first lines the stand-ins take")
+    p.add_argument("--no-shared", action="store_true", help="seeded text only, no local copies")
+    p.add_argument("--real-shapes", action="store_true",
+                   help="checkpoints and WordPiece vocabularies at their real sizes (~1.2 GB) instead of shrunk")
+    p.add_argument("--scale", type=int, default=1, help="lines, images and videos per split times this")
+    p.add_argument("--video-seconds", type=float, default=10.0, help="length of each stand-in clip")
+    p.set_defaults(func=_standins)
     p = sub.add_parser("docs", help="write the results pages (docs/results/) and every generated block of "
                                     "README.md and docs/ from the reference folders")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page or block differs")

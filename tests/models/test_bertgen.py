@@ -848,3 +848,38 @@ def test_shorter_epochs_stream_the_reference_task_too(vocab, tmp_path):
     full = np.concatenate([b[:, 1] for e in [mix.train_batches(4, 1, 1)] for b in e])
     assert len(seen) == 48 and len(set(full.tolist())) == 16  # a stream, not the same 16 examples again
     assert len(set(seen.tolist())) > 16
+
+
+def test_hybrid_initialisation_from_the_standin_checkpoints(standin):
+    """The stand-in VL-BERT and M-BERT checkpoints (mmt_repro.standins: every real key name,
+    hidden size shrunk to 16, the 12 layers kept) and BertGen's stand-in vocab.txt, fetched from a
+    stand-in mirror: the key tables map every key, the vocabulary gives M-BERT's rows, and the
+    hybrid initialisation sets every parameter of ours once (the path of the released files)."""
+    from mmt_repro.models.bertgen_convert import read_state_dict
+    from mmt_repro.standins.media_inputs import SHRUNK
+    from mmt_repro.text.wordpiece import load_wordpiece
+
+    vl = standin("vl_bert_base")["files"]["vl-bert-base-prec.model"]
+    # the manual-only VL-BERT file came from the mirror: the stand-in manifest gives it a mirror_dir
+    assert standin("vl_bert_base")["manifest"]["vl_bert_base"].mirror_dir == "vl-bert"
+    mb = standin("mbert_weights")["files"]["model.safetensors"]
+    vocab_txt = standin("bertgen_vocab")["files"]["vocab.txt"]
+    assert standin("mbert_vocab")["files"]["vocab.txt"].read_text(encoding="utf-8").count("\n") == \
+        vocab_txt.read_text(encoding="utf-8").count("\n")  # the same WordPiece count, BertGen's renamed
+    vocab = Vocab.from_wordpiece(vocab_txt)
+    tok = load_wordpiece(vocab_txt)
+    assert tok.convert_tokens_to_ids(["[PAD]", "[STOP]", "[TO_DE]", "[UNK]", "[CLS]"]) == [0, 1, 17, 100, 101]
+    state = read_state_dict(mb)
+    assert len(state) == 207 and state["bert.embeddings.word_embeddings.weight"].shape == (len(vocab) - 4, 16)
+    h = SHRUNK["hidden"]
+    cfg = {**TINY, "hidden_size": h, "ffn_size": SHRUNK["ffn"], "num_layers": SHRUNK["layers"], "num_heads": 4,
+           "img_dim": 2048, "coord_freqs": 256, "init": "hybrid"}
+    model = build_model("bertgen.bertgen", cfg, Vocabs.of(vocab, vocab), {"vl_bert": vl, "mbert": mb})
+    sd = model.state_dict()
+    vl_state = read_state_dict(vl)
+    assert torch.equal(sd["obj_downsample.1.weight"], vl_state["module.image_feature_extractor.obj_downsample.1.weight"])
+    assert torch.equal(sd["encoder.layer.11.output.dense.weight"], state["bert.encoder.layer.11.output.dense.weight"])
+    # our id 4 + i is row i of vocab.txt; our <pad> <bos> <eos> <unk> take [PAD] [CLS] [STOP] [UNK]
+    words = state["bert.embeddings.word_embeddings.weight"]
+    assert torch.equal(sd["word_embeddings.weight"][4 + 200], words[200])
+    assert torch.equal(sd["word_embeddings.weight"][:4], words[[0, 101, 1, 100]])

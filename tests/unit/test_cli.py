@@ -35,6 +35,7 @@ TESTED = {
     "progress": "tests/unit/test_progress.py",
     "reference": "tests/unit/test_reference.py",
     "docs": "tests/unit/test_docs.py",
+    "standins": "test_standins_writes_a_mirror_its_manifest_and_the_overlay",
 }
 
 
@@ -250,3 +251,14 @@ def test_list_shows_what_each_table_needs_and_its_target(capsys):
     assert "NEEDS INPUT" not in smoke and "ready" in smoke  # the smoke run needs nothing from outside
     assert main(["list", "nope"]) == 1
     assert "unknown paper 'nope'" in capsys.readouterr().err
+
+
+def test_standins_writes_a_mirror_its_manifest_and_the_overlay(tmp_path, capsys):
+    out = tmp_path / "mirror"
+    assert main(["standins", str(out), "--inputs", "wmt_newstest", "setimes2_en_tr", "--no-shared", "--seed", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "wmt_newstest: 8 file(s)" in text and "setimes2_en_tr: 1 file(s)" in text
+    assert sorted(p.name for p in out.iterdir()) == ["setimes2", "standin_config.yaml", "standin_manifest.yaml",
+                                                     "wmt-newstest"]
+    assert main(["standins", str(out), "--inputs", "no_such_input"]) == 1
+    assert "no stand-in writer for no_such_input" in capsys.readouterr().err

@@ -513,3 +513,91 @@ def test_known_sizes_table():
     assert known_size("coco_karpathy", "test") == 5000 and known_size("vatex", "val") == 15000
     assert sum(KNOWN_SIZES["tasviret"].values()) == 8000 and known_size("nope", "x") is None
     assert check_lines({"en": ["a"], "de": ["b"]}, image_list=["1.jpg"], expected_lines=1) == 1
+
+
+# ----------------------------------------------------------------------------- stand-in inputs
+# Each reader below runs on its input's stand-in (mmt_repro.standins) fetched from a stand-in
+# mirror as rule fetch_input fetches the real file: official member names, folders and formats.
+
+
+def test_wmt15_reads_the_three_standin_archives(standin, tmp_path):
+    from mmt_repro.corpora.wmt import prepare_wmt15
+
+    s = standin("wmt15_en_de")
+    counts = prepare_wmt15(list(s["files"].values()), tmp_path / "train.en", tmp_path / "train.de")
+    # europarl has one pair with an empty German side (dropped); the other pairs of each archive are ignored
+    assert counts == {"europarl-v7.de-en": {"pairs": 24, "kept": 23}, "commoncrawl.de-en": {"pairs": 24, "kept": 24},
+                      "news-commentary-v10.de-en": {"pairs": 24, "kept": 24}}
+    assert len(read_lines(tmp_path / "train.en")) == len(read_lines(tmp_path / "train.de")) == 71
+    with tarfile.open(s["files"]["training-parallel-nc-v10.tgz"]) as tar:
+        assert "news-commentary-v10.de-en.de" in tar.getnames()  # at the top: no training/ folder in v10
+
+
+@pytest.mark.parametrize("pair,sets", [("de-en", 5), ("fr-en", 4)])
+def test_iwslt14_recipe_reads_the_standin_wit3_archive(standin, tmp_path, pair, sets):
+    src, tgt = pair.split("-")
+    s = standin(f"iwslt14_{src}_{tgt}")
+    counts = prepare_iwslt14(s["files"][f"{pair}.tgz"], src, tgt, tmp_path, check_sizes=False)
+    # 2 talks x 12 lines of train.tags (headers dropped, <speaker> etc. kept as fairseq does): 34 lines,
+    # every 23rd to valid; each XML set has 6 <seg>s
+    assert (counts["raw"], counts["train"], counts["valid"], counts["test"]) == (34, 33, 1, 6 * sets)
+    test = read_lines(tmp_path / f"test.{src}")
+    assert len(test) == 6 * sets and all(t == t.lower() and "<seg" not in t for t in test)
+
+
+def test_iwslt14_prepared_reads_the_standin_folder(standin, tmp_path):
+    s = standin("iwslt14_de_en_prepared")
+    counts = prepare_iwslt14_prepared(s["resources"], "de", "en", tmp_path, check_sizes=False)
+    assert counts == {"train": 6, "valid": 6, "test": 30}  # test = the five sets concatenated, checked
+    with pytest.raises(DataError, match="expected size is 160239"):  # the published sizes stay the default
+        prepare_iwslt14_prepared(s["resources"], "de", "en", tmp_path / "again")
+
+
+def test_setimes_and_newstest_read_their_standins(standin, tmp_path):
+    s = standin("setimes2_en_tr")
+    assert prepare_setimes(s["files"]["en-tr.txt.zip"], tmp_path) == {"pairs": 30, "empty_dropped": 1, "kept": 29}
+    plain = standin("wmt_newstest")["files"]
+    sgm = standin("wmt_newstest_sgm")["files"]
+    for archive, member, text in (("wmt18-dev.tgz", "newstest2017-entr-ref.tr.sgm", "newstest2017.en-tr.tr"),
+                                  ("wmt18-test.tgz", "newstest2018-entr-src.en.sgm", "newstest2018.en-tr.en"),
+                                  ("wmt19-test.tgz", "newstest2019-defr-src-ts.de.sgm", "newstest2019.de-fr.de")):
+        extract_member(sgm[archive], member, tmp_path / member)
+        assert read_sgm(tmp_path / member) == read_lines(plain[text])  # the SGML holds the plain-text sentences
+    sources = {lang: [plain[f"newstest2016.en-tr.{lang}"], plain[f"newstest2017.en-tr.{lang}"]] for lang in ("en", "tr")}
+    counts = prepare_newstest(sources, tmp_path, "valid")
+    assert counts["en"] == counts["tr"] == 24
+
+
+def test_karpathy_tasviret_and_flickr8k_read_their_standins(standin, tmp_path):
+    k = standin("karpathy_splits")["files"]["caption_datasets.zip"]
+    with zipfile.ZipFile(k) as zf:
+        assert sorted(zf.namelist()) == ["dataset_coco.json", "dataset_flickr30k.json", "dataset_flickr8k.json"]
+    extract_member(k, "dataset_coco.json", tmp_path / "coco.json")
+    assert prepare_karpathy(tmp_path / "coco.json", tmp_path / "coco", check_sizes=False) == \
+        {"train": 6, "val": 3, "test": 4}  # restval (2) merged into train (4)
+    coco = json.loads((tmp_path / "coco.json").read_text(encoding="utf-8"))["images"][0]
+    assert coco["filename"].startswith("COCO_train2014_") and coco["cocoid"] == int(coco["filename"][-16:-4])
+    with pytest.raises(DataError, match="published size is 82783"):
+        prepare_karpathy(tmp_path / "coco.json", tmp_path / "again")
+    f8k = standin("flickr8k_text")["files"]
+    tokens = read_flickr8k_tokens(f8k["Flickr8k.token.txt"])
+    lists = [n for f in ("Flickr_8k.trainImages.txt", "Flickr_8k.devImages.txt", "Flickr_8k.testImages.txt")
+             for n in read_lines(f8k[f])]
+    assert list(tokens) == lists and {len(c) for c in tokens.values()} == {5}
+    tas = standin("tasviret")["files"]["ff1082bf8f613d4a67e4c89a697288e6.zip"]
+    extract_member(tas, "tasviret8k_captions.json", tmp_path / "tasviret.json")
+    m30k_train = read_lines(standin("multi30k_task1")["files"]["image_splits/train.txt"])
+    got = prepare_tasviret(tmp_path / "tasviret.json", tmp_path / "tr", 1, exclude=m30k_train, restrict_to=lists,
+                           sizes=(16, 6, 6))
+    assert got == {"train": 16, "val": 6, "test": 6}
+    assert len(read_lines(tmp_path / "tr" / "test.2.tr")) == 6
+
+
+def test_coco_captions_read_the_standin(standin, tmp_path):
+    from mmt_repro.corpora.prepare import _coco_captions
+
+    src = standin("coco_karpathy_test_captions")["files"]["testall_caps.txt"]
+    assert _coco_captions(src, tmp_path, check_sizes=False) == {"images": 4, "captions": 20}
+    assert read_lines(tmp_path / "test.2.en") == read_lines(src)[1::5]
+    with pytest.raises(DataError, match="has 5,000"):
+        _coco_captions(src, tmp_path)

@@ -375,3 +375,53 @@ def test_opening_a_store_imports_neither_pandas_nor_pyarrow_dataset(tmp_path):
             "print('pandas' in sys.modules, 'pyarrow.dataset' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+# ----------------------------------------------------------------------------- stand-in images
+def test_image_folders_of_the_standins_hold_every_listed_image(standin, tmp_path):
+    """The request-only image folders' stand-ins (Flickr30k + the COCO images of Multi30k's
+    test_2017_mscoco, Flickr8k) and the COCO zips: every name the lists give is an image, and
+    Multi30k's COCO list entries (``COCO_..._<id>.jpg#<caption id>``) find their file."""
+    from mmt_repro.corpora.unpack import unpack_archive
+    from mmt_repro.features.images import check_images, image_path, load_image
+    from mmt_repro.io import read_lines
+
+    t1 = standin("multi30k_task1")
+    folder = standin("flickr30k_images")["folder"]
+    for split in ("train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco"):
+        check_images(read_lines(t1["files"][f"image_splits/{split}.txt"]), folder)  # raises on any missing image
+    coco = read_lines(t1["files"]["image_splits/test_2017_mscoco.txt"])[0]
+    assert "#" in coco and image_path(folder, coco) == folder / coco.split("#")[0]
+    assert load_image(image_path(folder, coco)).size in ((640, 480), (480, 640), (640, 427))
+    assert image_path(folder, "nothing.jpg#1") == folder / "nothing.jpg#1"  # a missing one is named as listed
+    with pytest.raises(DataError, match="nothing.jpg#1 \\(missing\\)"):
+        check_images(["nothing.jpg#1"], folder)
+    f8k = standin("flickr8k_text")["files"]
+    check_images(read_lines(f8k["Flickr_8k.devImages.txt"]), standin("flickr8k_images")["folder"])
+    zips = standin("mscoco_images")
+    val = zips["resources"] / "val2014"  # unpacked by the fixture as rule unpack_input does
+    karpathy_test = [n for n in sorted(p.name for p in val.glob("*.jpg"))]
+    assert karpathy_test and all(n.startswith("COCO_val2014_") for n in karpathy_test)
+    out = tmp_path / "train2014"
+    unpack_archive(zips["files"]["train2014.zip"], out, strip="train2014/", expect="*.jpg")
+    assert all(p.name.startswith("COCO_train2014_") for p in out.glob("*.jpg"))
+
+
+def test_extraction_reads_multi30k_coco_entries_with_a_caption_id(standin, tmp_path):
+    """The grid extractor on the stand-in image folder through Multi30k's test_2017_mscoco list,
+    whose entries end in ``#<caption id>``: one row per entry, named as listed, equal to the
+    row of the bare file name."""
+    from mmt_repro.io import read_lines
+
+    folder = standin("flickr30k_images")["folder"]
+    listed = read_lines(standin("multi30k_task1")["files"]["image_splits/test_2017_mscoco.txt"])[:2]
+    bare = [n.split("#")[0] for n in listed]
+    out = {}
+    for tag, names in (("listed", listed), ("bare", bare)):
+        lst = write_lines(tmp_path / f"{tag}.txt", names)
+        npy, idx = tmp_path / f"{tag}.npy", tmp_path / f"{tag}.parquet"
+        info = extract_features(lst, folder, npy, idx, "resnet50", "pool5", "random", 64, batch_size=2)
+        assert info["shape"][0] == 2
+        out[tag] = np.load(npy)
+        assert pq.read_table(idx).column("image").to_pylist() == names
+    np.testing.assert_array_equal(out["listed"], out["bare"])

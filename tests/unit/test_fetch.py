@@ -365,3 +365,28 @@ def test_a_repository_file_is_copied_only_as_the_plan_saw_it(tmp_path):
     assert not out.exists() and not list(out.parent.iterdir())
     with pytest.raises(DataError, match="missing"):
         copy_repo_file(tmp_path / "gone.tsv", out, "0" * 64)
+
+
+# ----------------------------------------------------------------------------- stand-in mirror
+def test_a_standin_mirror_is_fetched_with_its_own_checksums_and_a_changed_file_is_refused(tmp_path):
+    """A stand-in mirror (mmt_repro.standins) with its manifest merged through
+    inputs.manifest_extra: each file is checked against the stand-in sha256 and line count, a
+    manual-only input (VL-BERT) comes from the mirror folder the stand-in manifest names, and a
+    file changed after the manifest was written fails its checksum, naming it."""
+    from mmt_repro.standins.mirror import MANIFEST_NAME, write_mirror
+
+    root = tmp_path / "mirror"
+    write_mirror(root, inputs=["wmt_newstest", "coco_karpathy_test_captions"])
+    extra = [root / MANIFEST_NAME]
+    got = fetch_input_file("wmt_newstest", "newstest2018.en-tr.tr", tmp_path / "r" / "t.tr", mirror_root=root,
+                           manifest_extra=extra)
+    assert got["verified"] and got["lines"] == 12 and got["source"] == str(root / "wmt-newstest" / "newstest2018.en-tr.tr")
+    # the same file against the real manifest: the real checksum refuses the stand-in
+    with pytest.raises(DataError, match="sha256 mismatch for wmt_newstest/newstest2018.en-tr.tr"):
+        fetch_input_file("wmt_newstest", "newstest2018.en-tr.tr", tmp_path / "r" / "u.tr", mirror_root=root)
+    caps = root / "coco-karpathy-test-captions" / "testall_caps.txt"
+    caps.write_text(caps.read_text(encoding="utf-8") + "One more caption .\n", encoding="utf-8")
+    with pytest.raises(DataError, match="sha256 mismatch for coco_karpathy_test_captions/testall_caps.txt"):
+        fetch_input_file("coco_karpathy_test_captions", "testall_caps.txt", tmp_path / "r" / "c.txt",
+                         mirror_root=root, manifest_extra=extra)
+    assert not (tmp_path / "r" / "c.txt").exists()

@@ -271,3 +271,30 @@ def test_comparable_descriptions_from_the_mirror(mirror, tmp_path):
     assert read_lines(images)[:2] == ["1000092795.jpg", "10002456.jpg"]
     with pytest.raises(DataError, match="1-5"):
         prepare_multi30k_comparable(tmp_path / "r.gz", 6, "de", tmp_path / "unused")
+
+
+# ----------------------------------------------------------------------------- stand-in inputs
+def test_task1_and_task2_readers_read_their_standins(standin, tmp_path):
+    """The stand-in Multi30k files (mmt_repro.standins), fetched from a stand-in mirror with the
+    stand-in manifest's line counts, through the readers the prepare rules call."""
+    t1 = standin("multi30k_task1")
+    m = t1["manifest"]
+    assert m["multi30k_task1"].file("raw/train.cs.gz").lines == 40  # the stand-in counts replace the real ones
+    assert load_manifest()["multi30k_task1"].file("raw/train.cs.gz").lines == 29000  # ... for that run only
+    for split, n in (("train", 40), ("val", 12), ("test_2017_mscoco", 8)):
+        for lang in ("en", "de", "fr"):
+            out = prepare_multi30k(t1["files"][f"raw/{split}.{lang}.gz"], split, lang, tmp_path / f"{split}.{lang}",
+                                   manifest=m)
+            assert len(read_lines(out)) == n
+        names = read_lines(prepare_multi30k_image_list(t1["files"][f"image_splits/{split}.txt"], split,
+                                                       tmp_path / f"{split}.txt", manifest=m))
+        assert len(names) == n
+    assert all(re.fullmatch(r"COCO_(train|val)2014_\d{12}\.jpg#\d+", x) for x in read_lines(tmp_path / "test_2017_mscoco.txt"))
+    t2 = standin("multi30k_task2")
+    out = prepare_multi30k_comparable(t2["files"]["raw/val.4.de.gz"], 4, "de", tmp_path / "val.4.de", split="val",
+                                      manifest=t2["manifest"])
+    assert len(read_lines(out)) == 12
+    # task 2's image lists are task 1's (as in the release: the same sha256 for train, val, test_2016)
+    assert read_lines(t2["files"]["image_splits/train_images.txt"]) == read_lines(t1["files"]["image_splits/train.txt"])
+    tok = standin("multi30k_task1_tok")["files"]
+    assert len(read_lines(tok["val.lc.norm.tok.fr"])) == 12

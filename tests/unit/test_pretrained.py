@@ -11,7 +11,7 @@ import pytest
 from mmt_repro.features.pretrained import import_pretrained
 from mmt_repro.features.store import RegionStore
 from mmt_repro.features.store import FeatureStore
-from mmt_repro.io import DataError, write_lines
+from mmt_repro.io import DataError, read_lines, write_lines
 
 IMAGES = ["1000092795.jpg", "10002456.jpg", "1000268201.jpg"]
 
@@ -314,3 +314,92 @@ def test_a_per_image_folder_is_still_read_per_image(tmp_path, image_list):
     src, _ = _butd_dir(tmp_path)  # BertGen's 10-100-box folders (bottom-up-attention.pytorch's npz per image)
     info = import_pretrained("butd", src, image_list, *_out(tmp_path), out_boxes=tmp_path / "o.boxes.npy")
     assert info["shape"] == (3, 36, 2048) and "row_order" not in info
+
+# ----------------------------------------------------------------------------- stand-in releases
+# The published feature releases' stand-ins (mmt_repro.standins), fetched from a stand-in mirror
+# and unpacked by unpack_archive as rule unpack_input does, then imported from the folder the
+# config's `src` names (resources/<input>/<unpack.into>).
+
+
+def test_pysimt_butd_release_imports_one_file_per_split(standin, tmp_path):
+    """pysimt's multi30k_butd_features.tar.bz2 holds <split>_obj36.npz (features (N, 36, 2048),
+    boxes_and_areas (N, 36, 5)), not one .npz per image: the import finds the split's file by
+    the image list's name and keeps its row order."""
+    import tarfile
+
+    butd, t1 = standin("multi30k_features_butd"), standin("multi30k_task1")
+    with tarfile.open(butd["files"]["multi30k_butd_features.tar.bz2"]) as tar:
+        assert "multi30k_butd_features/test_2017_mscoco_obj36.npz" in tar.getnames()
+    src = butd["resources"] / "obj36"  # config: datasets.multi30k.features.butd-obj36.src
+    image_list = tmp_path / "val.txt"
+    image_list.write_bytes(t1["files"]["image_splits/val.txt"].read_bytes())
+    boxes_out = tmp_path / "o.boxes.npy"
+    info = import_pretrained("butd", src, image_list, *_out(tmp_path), out_boxes=boxes_out, max_boxes=36)
+    assert info["shape"] == (12, 36, 2048) and info["truncated"] == 0
+    with np.load(src / "valid_obj36.npz") as z:
+        feats, geo = z["features"].astype(np.float32), z["boxes_and_areas"]
+    store = RegionStore(tmp_path / "o.npy", boxes_out, tmp_path / "o.index.parquet")
+    assert store.lengths.tolist() == [36] * 12 and store.width.tolist() == [1] * 12
+    np.testing.assert_allclose(store.regions(5)[0], feats[5], rtol=1e-3, atol=1e-3)
+    np.testing.assert_array_equal(store.regions(5)[1], geo[5, :, :4])
+    g = store.geometry(5)[0]  # fractions of the image: the geometry is the release's own
+    np.testing.assert_allclose(g, [*geo[5, 0, :4], geo[5, 0, 2] - geo[5, 0, 0], geo[5, 0, 3] - geo[5, 0, 1]], rtol=1e-6)
+    assert "normalised to [0, 1]" in store.meta["box_format"]
+    # the wrong split's file is refused by its row count
+    other = tmp_path / "other.txt"
+    other.write_text("a.jpg\n", encoding="utf-8")
+    with pytest.raises(DataError, match="has 12 rows but"):
+        import_pretrained("butd", src / "valid_obj36.npz", other, *_out(tmp_path / "x"), out_boxes=tmp_path / "x.npy")
+
+
+def test_pysimt_resnet50_release_and_vatex_i3d_import_from_their_unpacked_folders(standin, tmp_path):
+    r50, t1 = standin("multi30k_features_resnet50"), standin("multi30k_task1")
+    image_list = tmp_path / "test_2017_mscoco.txt"
+    image_list.write_bytes(t1["files"]["image_splits/test_2017_mscoco.txt"].read_bytes())
+    info = import_pretrained("resnet50", r50["resources"] / "resnet50", image_list, *_out(tmp_path), layer="pool5")
+    assert info["shape"] == (8, 1, 2048) and info["layer"] == "pool5"  # the mean of the 2 x 2 res5c grid
+    assert info["source"].endswith("resnet50-256x256/test_2017_mscoco-resnet50-res5c_relu-r256-c256-l2norm.npy")
+    grid = import_pretrained("resnet50", r50["resources"] / "resnet50", image_list, *_out(tmp_path, "g"), layer="res5c")
+    assert grid["shape"] == (8, 4, 2048)
+    vx, i3d = standin("vatex"), standin("vatex_i3d")
+    from mmt_repro.corpora.vatex import prepare_vatex
+
+    prepare_vatex(vx["files"]["vatex_validation_v1.0.json"], tmp_path / "vatex", "val", check_sizes=False)
+    videos = tmp_path / "vatex" / "image_splits" / "val.txt"
+    got = import_pretrained("vatex_i3d", i3d["resources"] / "trainval", videos, tmp_path / "v.npy",
+                            tmp_path / "v.index.parquet", n_segments=32)
+    assert got["shape"] == (20, 32, 1024)  # 4 videos x 5 pairs; 20-40 segments each, 32 kept
+    test_names = {p.name for p in (i3d["resources"] / "public_test").glob("*.npy")}
+    assert len(test_names) == 3 and not test_names & {p.name for p in (i3d["resources"] / "trainval").glob("*.npy")}
+
+
+def test_the_standin_i3d_arrays_have_the_released_leading_axis(standin):
+    i3d = standin("vatex_i3d")["resources"] / "trainval"
+    shapes = {np.load(p).shape[::2] for p in i3d.glob("*.npy")}
+    assert shapes == {(1, 1024)}  # (1, n_segments, 1024), as the VATEX baseline's np.load(path)[0] expects
+
+
+def test_standin_bottom_up_attention_files_import_for_every_listed_image(standin, tmp_path):
+    """BertGen's 10-100-box region files (no manifest input; the feature sets' butd-regions.src):
+    one .npz per stand-in image, found for Multi30k's COCO entries (``...jpg#<id>``) and Flickr8k
+    names alike, each box inside its image."""
+    from PIL import Image
+
+    import yaml
+
+    src = standin("butd_regions")["folder"]
+    overlay = yaml.safe_load(open(standin("butd_regions")["written"]["config"], encoding="utf-8"))
+    assert {d: v["features"]["butd-regions"]["src"] for d, v in overlay["datasets"].items() if "features" in v} == \
+        {d: str(src) for d in ("multi30k", "tasviret", "flickr30k_captions", "coco_karpathy")}
+    lists = {"mscoco": standin("multi30k_task1")["files"]["image_splits/test_2017_mscoco.txt"],
+             "f8k": standin("flickr8k_text")["files"]["Flickr_8k.testImages.txt"]}
+    images = standin("flickr30k_images")["folder"]
+    for tag, image_list in lists.items():
+        boxes_out = tmp_path / f"{tag}.boxes.npy"
+        info = import_pretrained("butd", src, image_list, *_out(tmp_path, tag), out_boxes=boxes_out, max_boxes=100)
+        store = RegionStore(tmp_path / f"{tag}.npy", boxes_out, tmp_path / f"{tag}.index.parquet")
+        assert info["shape"][1:] == (100, 2048) and 10 <= store.lengths.min() <= store.lengths.max() <= 100
+        assert (store.geometries(range(len(store.lengths)))[..., :4] <= 1).all()  # boxes inside the image
+    first = read_lines(lists["mscoco"])[0].split("#")[0]
+    with Image.open(images / first) as im, np.load(src / f"{first[:-4]}.npz") as z:
+        assert (int(z["image_w"]), int(z["image_h"])) == im.size  # the region file's size is the image's

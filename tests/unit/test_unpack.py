@@ -3,7 +3,8 @@ layouts, idempotence, resuming, and the errors for a corrupt archive or a missin
 plan putting the unpack job upstream of the import; the preflight asking for no hand step.
 
 Member layouts the small archives copy (looked up in public code, not in the archives):
-- VATEX I3D ``trainval.zip``: ``trainval/<videoID>.npy``, one (n_segments, 1024) array per video.
+- VATEX I3D ``trainval.zip``: ``trainval/<videoID>.npy``, one (1, n_segments, 1024) array per video
+  (the baseline's ``load_video_features`` reads ``np.load(path)[0]``; the import takes either shape).
   The VATEX baseline's README (vmt) runs ``unzip trainval.zip`` in ``vatex_features/`` and reads
   ``vatex_features/trainval/<videoID>.npy``; video ids are ``<YouTube id>_<start>_<end>``, e.g.
   ``_2zXAtOKXm0_000004_000014``.

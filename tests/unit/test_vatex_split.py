@@ -36,3 +36,25 @@ def test_jieba_chain_step_for_chinese_only():
         parse_chain("char.jieba", "zh")
     (words,) = apply_chain(["一个人在跑步。"], "jieba", "zh")
     assert "".join(words.split()) == "一个人在跑步。" and 1 < len(words.split()) < 7
+
+
+# ----------------------------------------------------------------------------- stand-in inputs
+def test_vatex_readers_read_the_standin_json_and_prepared_pairs(standin, tmp_path):
+    import json
+
+    from mmt_repro.corpora.vatex import prepare_vatex, prepare_vatex_prepared
+    from mmt_repro.io import read_lines
+
+    raw = standin("vatex")["files"]
+    items = json.loads(raw["vatex_validation_v1.0.json"].read_text(encoding="utf-8"))
+    assert [len(x["enCap"]) for x in items] == [10] * 4 and set(items[0]) == {"videoID", "enCap", "chCap"}
+    assert prepare_vatex(raw["vatex_validation_v1.0.json"], tmp_path / "raw", "val", check_sizes=False) == \
+        {"videos": 4, "pairs": 20}
+    assert prepare_vatex(raw["vatex_training_v1.0.json"], tmp_path / "raw", "train", check_sizes=False) == \
+        {"videos": 8, "pairs": 40}
+    with pytest.raises(DataError, match="official VATEX val split has 3000"):
+        prepare_vatex(raw["vatex_validation_v1.0.json"], tmp_path / "again", "val")
+    prep = standin("vatex_val_prepared")["resources"]
+    assert prepare_vatex_prepared(prep, tmp_path / "prep", "val") == {"videos": 4, "pairs": 20}
+    # the two forms name the same videos, each with its five pairs
+    assert read_lines(tmp_path / "prep" / "val.id") == read_lines(tmp_path / "raw" / "val.id")

@@ -14,6 +14,7 @@ import torch
 from mmt_repro.features.store import FeatureStore
 from mmt_repro.features.video import (
     I3DExtractor,
+    check_videos,
     decode_video,
     extract_video_features,
     pick_evenly,
@@ -174,3 +175,19 @@ def test_weights_offline_and_local(i3d, tmp_path, monkeypatch):
     torch.save({"conv.weight": torch.zeros(1)}, tmp_path / "bad.pth")
     with pytest.raises(DataError, match="not a pytorchvideo i3d_r50"):
         I3DExtractor(str(tmp_path / "bad.pth"))
+
+
+# ----------------------------------------------------------------------------- stand-in videos
+def test_standin_vatex_clips_are_found_and_decoded(standin, tmp_path):
+    """The request-only VATEX clips' stand-ins: one <videoID>.mp4 per video of the stand-in JSON,
+    found from the prepared video list (names without a suffix) and decoded."""
+    from mmt_repro.corpora.vatex import prepare_vatex
+    from mmt_repro.io import read_lines
+
+    prepare_vatex(standin("vatex")["files"]["vatex_validation_v1.0.json"], tmp_path, "val", check_sizes=False)
+    names = read_lines(tmp_path / "image_splits" / "val.txt")
+    found = check_videos(names, standin("vatex_videos")["folder"])
+    assert len(found) == 4 and all(p.suffix == ".mp4" for p in found.values())
+    frames, times = decode_video(next(iter(found.values())), short_side=64)
+    assert frames.shape == (8, 64, 114, 3) and frames.dtype == np.uint8  # 1 s at 8 fps, 640x360 resized
+    assert times[1] - times[0] == pytest.approx(1 / 8, abs=1e-3)

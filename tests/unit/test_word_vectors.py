@@ -133,3 +133,16 @@ def test_moses_escaped_words_find_their_raw_vectors(tmp_path):
     assert np.allclose(row["&quot;"], [0, 0, 0, 1]) and np.allclose(row["&amp;"], [1, 0, 1, 0])
     assert report["vocab_words_found_unescaped"] == 4 and report["missing_examples"] == ["x"]
     assert np.allclose(row["x"], row["<unk>"]) and not np.allclose(row["&apos;s"], row["<unk>"])
+
+
+def test_the_standin_fasttext_files_read_as_the_published_ones(standin):
+    """cc.<lang>.300.vec.gz stand-ins (mmt_repro.standins), fetched from a stand-in mirror:
+    header '<count> 300', one 300-d vector per word of the stand-in corpora."""
+    files = standin("fasttext_cc")["files"]
+    with gzip.open(files["cc.de.300.vec.gz"], "rt", encoding="utf-8") as fh:
+        count, dim = map(int, fh.readline().split())
+        first = fh.readline().split(" ")
+    assert dim == 300 and len(first) == 301 and count > 30
+    got = read_vectors(files["cc.de.300.vec.gz"], {"mann", "hund", "no-such-word"})
+    assert got["dim"] == 300 and set(got["vectors"]) == {"mann", "hund"}
+    assert got["n_total"] == count and got["n_other"] == count - 2

@@ -129,26 +129,28 @@ def text_outputs(name: str, settings: dict, manifest: Manifest | None = None) ->
     return [o for o in corpus_plan(name, settings, manifest)[1] if not o.startswith("image_splits/") and not o.endswith(".id")]
 
 
-def _coco_captions(src: Path, out_dir: Path) -> dict[str, int]:
+def _coco_captions(src: Path, out_dir: Path, check_sizes: bool = True) -> dict[str, int]:
     lines = read_lines(src, allow_empty_lines=False)
     if len(lines) % COCO_CAPTIONS_PER_IMAGE:
         raise DataError(src, f"{len(lines)} lines is not 5 captions per image", "fetch the file again")
     n = len(lines) // COCO_CAPTIONS_PER_IMAGE
-    if n != 5000:
+    if check_sizes and n != 5000:
         raise DataError(src, f"{n} images, the Karpathy COCO test split has 5,000", "fetch the file again")
     for k in range(COCO_CAPTIONS_PER_IMAGE):
         write_lines(out_dir / f"test.{k + 1}.en", lines[k::COCO_CAPTIONS_PER_IMAGE])
     return {"images": n, "captions": len(lines)}
 
 
-def _tasviret(inputs: dict[str, str], out_dir: Path, seed: int) -> dict:
+def _tasviret(inputs: dict[str, str], out_dir: Path, seed: int, sizes=None) -> dict:
     flickr8k = [name for f in FLICKR8K_LISTS for name in read_lines(inputs[f])]
     m30k_train = read_lines(inputs["multi30k_train"])
+    sizes = tuple(int(x) for x in sizes) if sizes else captions.TASVIRET_SIZES
     if "archive" in inputs:
         with tempfile.TemporaryDirectory() as tmp:
             json_path = extract_member(inputs["archive"], "tasviret8k_captions.json", Path(tmp) / "tasviret.json")
-            return captions.prepare_tasviret(json_path, out_dir, seed, exclude=m30k_train, restrict_to=flickr8k)
-    split = captions.split_tasviret(flickr8k, seed, exclude=m30k_train)
+            return captions.prepare_tasviret(json_path, out_dir, seed, exclude=m30k_train, restrict_to=flickr8k,
+                                             sizes=sizes)
+    split = captions.split_tasviret(flickr8k, seed, sizes=sizes, exclude=m30k_train)
     for name, images in split.items():
         write_lines(out_dir / "image_splits" / f"{name}.txt", images)
     log.info("TasvirEt captions not configured (datasets.<name>.input): image split only")
@@ -191,18 +193,21 @@ def prepare_corpus(name: str, settings: dict, inputs: dict[str, str], out_dir: s
     out_dir = Path(out_dir)
     source = settings["source"]
     entry = load_manifest().input(settings["input"]) if settings.get("input") else None
+    sized = bool(settings.get("check_sizes", True))  # false: a deliberate subset (the stand-in inputs)
     if source == "iwslt14":
         src, tgt = _langs(settings)
         if "archive" in inputs:
-            return iwslt.prepare_iwslt14(inputs["archive"], src, tgt, out_dir)
+            return iwslt.prepare_iwslt14(inputs["archive"], src, tgt, out_dir, check_sizes=sized)
         folder = Path(next(iter(inputs.values()))).parent
-        return iwslt.prepare_iwslt14_prepared(folder, src, tgt, out_dir, splits=settings.get("splits"))
+        return iwslt.prepare_iwslt14_prepared(folder, src, tgt, out_dir, splits=settings.get("splits"),
+                                              check_sizes=sized)
     if source == "newstest":
         src, tgt = _langs(settings)
         counts = {}
         for split, sets in settings["sets"].items():
             sources = {lang: [inputs[f"{split}|{k}|{lang}"] for k in range(len(sets))] for lang in (src, tgt)}
-            counts[split] = newstest.prepare_newstest(sources, out_dir, split, corpus=_known_corpus(name, settings))
+            counts[split] = newstest.prepare_newstest(sources, out_dir, split,
+                                                      corpus=_known_corpus(name, settings) if sized else None)
         if "train_zip" in inputs:
             counts["train"] = newstest.prepare_setimes(inputs["train_zip"], out_dir, src, tgt)
         return counts
@@ -213,20 +218,20 @@ def prepare_corpus(name: str, settings: dict, inputs: dict[str, str], out_dir: s
         counts = {}
         for split in settings.get("splits", ["train", "val"]):
             if entry.form == "raw":
-                counts[split] = vatex.prepare_vatex(inputs[split], out_dir, split)
+                counts[split] = vatex.prepare_vatex(inputs[split], out_dir, split, check_sizes=sized)
             else:
                 counts[split] = vatex.prepare_vatex_prepared(Path(inputs[f"{split}.en"]).parent, out_dir, split)
         return counts
     if source == "coco_captions":
-        return _coco_captions(Path(inputs["captions"]), out_dir)
+        return _coco_captions(Path(inputs["captions"]), out_dir, check_sizes=sized)
     if source == "tasviret":
-        return _tasviret(inputs, out_dir, settings.get("split_seed", 1))
+        return _tasviret(inputs, out_dir, settings.get("split_seed", 1), settings.get("split_sizes"))
     if source == "multi30k_captions":
         return _multi30k_captions(inputs, out_dir)
     if source == "karpathy":
         with tempfile.TemporaryDirectory() as tmp:
             json_path = extract_member(inputs["archive"], settings["json"], Path(tmp) / "captions.json")
-            return captions.prepare_karpathy(json_path, out_dir, lang="en",
+            return captions.prepare_karpathy(json_path, out_dir, lang="en", check_sizes=sized,
                                              captions_per_image=int(settings.get("captions_per_image", 5)))
     raise DataError(None, f"unknown corpus source {source!r}", f"use one of {', '.join(SOURCES)}")
 

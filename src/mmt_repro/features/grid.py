@@ -20,7 +20,7 @@ import numpy as np
 from PIL import UnidentifiedImageError
 
 from mmt_repro.device import pick_device
-from mmt_repro.features.images import check_images, load_image
+from mmt_repro.features.images import check_images, image_path, load_image
 from mmt_repro.features.store import (
     ChunkedWriter,
     list_problems,
@@ -99,7 +99,7 @@ def extract_features(
                 tensors = []
                 for name in chunk:
                     try:
-                        tensors.append(ext.preprocess(load_image(image_dir / name)))
+                        tensors.append(ext.preprocess(load_image(image_path(image_dir, name))))
                     except (UnidentifiedImageError, OSError, ValueError) as err:
                         unreadable.append(f"{name} (unreadable: {err})")
                 if unreadable:

@@ -37,7 +37,7 @@ from PIL import UnidentifiedImageError
 
 from mmt_repro.device import pick_device
 from mmt_repro.features.detectors import get_region_backend
-from mmt_repro.features.images import check_images, load_image
+from mmt_repro.features.images import check_images, image_path, load_image
 from mmt_repro.features.store import (
     ChunkedWriter,
     list_problems,
@@ -131,7 +131,7 @@ def extract_regions(
                 ims = []
                 for name in chunk:
                     try:
-                        ims.append(load_image(image_dir / name))
+                        ims.append(load_image(image_path(image_dir, name)))
                     except (UnidentifiedImageError, OSError, ValueError) as err:
                         unreadable.append(f"{name} (unreadable: {err})")
                 if unreadable:
