@@ -78,6 +78,7 @@ def test_every_job_kind_round_trips_through_its_dict(full):
                            split="test_2016_flickr", pair="en-de", seed="1", analysis="beta_shares")),
         full.table_jobs.job(W(paper="visual_agreement", table="table1_de_en")),
         full.significance_jobs.job(W(paper="doubly_attentive", table="table1")),
+        full.protocol_jobs.job(W(paper="bertgen", table="table2_f30k_en")),
         full.curves_jobs.job(W(paper="bertgen", table="figure4_en_de")),
         full.alignment_jobs.model_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de")),
         full.alignment_jobs.job(W(paper="visual_agreement", dataset="multi30k", pair="en-de", split="train")),
@@ -280,6 +281,40 @@ def test_significance_compares_every_run_of_the_table_with_its_baseline(full):
     runs = full.table_runs("doubly_attentive", "table1")
     assert len(job.translations) == len(runs) and sorted(job.translations.values()) == job.inputs["translations"]
     assert job.baseline and job.out == "results/significance/doubly_attentive/table1.json"
+
+
+def test_every_translation_table_gets_exactly_one_protocol_grid(full, smoke):
+    """Rule all builds one protocol grid per enabled translation table (analyses and curves have
+    none); its job reads every run's translation and score file and each test set's references
+    (all five caption files of a captioning set), with the protocols of the table's target
+    language and the paper's own marked. The smoke's grids leave METEOR out (a JVM start each)."""
+    translation = [(p, t) for p, t, _ in full.enabled if full.table_kind(p, t) == "translation"]
+    grids = [g for g in full.targets.default_targets() if g.endswith(".protocols.tsv")]
+    assert grids == full.targets.all_protocol_grids()
+    assert sorted(grids) == sorted(f"results/tables/{p}/{t}.protocols.tsv" for p, t in translation)
+    assert len(set(grids)) == len(grids) == 39
+    for p, t in translation:
+        job = full.protocol_jobs.job(W(paper=p, table=t))
+        runs = full.table_runs(p, t)
+        assert len(job.translations) == len(job.scores) == len(runs) == len(job.inputs["translations"])
+        assert job.out == f"results/tables/{p}/{t}.protocols.tsv" and job.legend.endswith(".protocols.json")
+        assert job.table_metrics["bleu"] in job.protocols and job.protocols == list(dict.fromkeys(job.protocols))
+        assert ("meteor" in job.table_metrics) == ("meteor" in full.settings[p].scoring.metrics)
+        assert any(x.startswith("jieba_") for x in job.protocols) == (job.lang == "zh")
+    captions = full.protocol_jobs.job(W(paper="bertgen", table="table2_coco"))
+    assert len(captions.references["test"]) == 5 and "tok_multibleu_1ref" in captions.protocols
+    assert captions.table_metrics["meteor"] == "meteor_en_norm"  # coco-caption: -l en -norm
+    with pytest.raises(ValueError, match="only translation tables"):
+        full.protocol_jobs.job(W(paper="doubly_attentive", table="figure2"))
+    full.targets.check_targets(grids[:1])  # a grid is a known target, not a table named "<table>.protocols"
+    smoke_grids = smoke.targets.all_protocol_grids()
+    assert len(smoke_grids) == len([1 for p, t, _ in smoke.enabled if smoke.table_kind(p, t) == "translation"]) == 12
+    assert set(smoke_grids) <= set(smoke.targets.default_targets())
+    for g in smoke_grids:
+        job = smoke.protocol_jobs.job(W(paper=g.split("/")[2], table=g.split("/")[3].split(".")[0]))
+        assert not [x for x in job.protocols if x.startswith("meteor_")]
+    off = Plan(deep_update(load_yaml(REPO / "config" / "config.yaml"), {"protocol_grids": {"all": False}}), REPO)
+    assert not [g for g in off.targets.default_targets() if g.endswith(".protocols.tsv")]
 
 
 OVERLAYS = sorted(p.name for p in (REPO / "config").glob("*.yaml")

@@ -213,6 +213,28 @@ def test_smoke_outputs_have_logs_benchmarks_and_curves(smoke_run, wf):
     assert len(store) == 300
 
 
+@pytest.mark.e2e
+def test_smoke_builds_a_protocol_grid_per_translation_table(smoke_run, wf):
+    """Rule all's protocol grids (BLEU only in the smoke): one per translation table, its
+    marked column the table's own BLEU, each job about a second of CPU (no METEOR JVM)."""
+    from mmt_repro.tables.build import read_table
+    from mmt_repro.tables.protocols import read_grid
+
+    config = wf.smoke_config()
+    tables = [(p, t) for p, block in config["papers"].items() for t, cfg in block["tables"].items()
+              if cfg.get("enabled", True) and cfg.get("kind", "translation") == "translation"]
+    for paper, table in tables:
+        ids, marked, rows = read_grid(smoke_run / "results" / "tables" / paper / f"{table}.protocols.tsv")
+        assert not [pid for pid in ids if pid.startswith("meteor_")]
+        ours = read_table(smoke_run / "results" / "tables" / paper / f"{table}.tsv").set_index(
+            ["system", "test_set", "condition", "metric"])["ours"]
+        paper_bleu = next(pid for pid in ids if marked[pid])
+        for r in rows:
+            assert r[paper_bleu] == f"{ours[(r['system'], r['test_set'], r['condition'], 'bleu')]:.2f}"
+        bench = pd.read_csv(smoke_run / "results" / "benchmarks" / "protocol_grid" / paper / f"{table}.tsv", sep="\t")
+        assert bench["cpu_time"].iloc[-1] < 5, (paper, table)  # measured 0.7-1.8 s on 2 cores
+
+
 @pytest.mark.slow
 def test_multi30k_from_the_mirror_through_the_dag_matches_the_official_tokenised_text(tmp_path):
     shared = REPO.parent / "shared" / "datasets"
@@ -406,9 +428,9 @@ def re_planned(smoke_run, src, target="all"):
 @pytest.mark.e2e
 def test_re_runs_follow_the_code_that_decides_each_output(smoke_run, tmp_path):
     """Snakemake re-runs a job whose `code` param changed (mmt_repro.plan_tools.version), on a copy of
-    the package edited three ways: a METEOR function re-plans the score and significance jobs
-    only; text/moses.py the tokenisation and, through its new outputs, everything downstream;
-    DeepFuse's model DeepFuse's jobs only."""
+    the package edited three ways: a METEOR function re-plans the score, significance and
+    protocol-grid jobs only; text/moses.py the tokenisation and, through its new outputs,
+    everything downstream; DeepFuse's model DeepFuse's jobs only."""
     import shutil
 
     src = tmp_path / "src"
@@ -430,7 +452,7 @@ def test_re_runs_follow_the_code_that_decides_each_output(smoke_run, tmp_path):
     assert changed and all("/deepfuse/" in out for _, out, _ in changed)
     assert all("/deepfuse/" in out or rule == "gather_tables" or "tables/all" in out for rule, out, _ in jobs), jobs
     changed, jobs = edited("metrics/meteor.py", "meteor_score")
-    assert changed and {rule for rule, _, _ in changed} <= {"score", "test_significance"}
+    assert changed and {rule for rule, _, _ in changed} <= {"score", "test_significance", "protocol_grid"}
     assert not {"train_model", "translate", "tokenize"} & {rule for rule, _, _ in jobs}
     changed, jobs = edited("text/moses.py", "preprocess_lines")
     assert "tokenize" in {rule for rule, _, _ in changed}

@@ -21,6 +21,31 @@ rule test_significance:
         "../scripts/run_job.py"
 
 
+# The protocol grid of a translation table: its translations scored under every scoring protocol
+# that makes sense for its target language (mmt_repro.tables.protocols; docs/scoring.md).
+rule protocol_grid:
+    input:
+        unpack(PLAN.protocol_jobs.inputs),
+    output:
+        tsv=PATHS["protocols"],
+        legend=PATHS["protocols_legend"],
+    log:
+        "results/logs/protocol_grid/{paper}/{table}.log",
+    benchmark:
+        "results/benchmarks/protocol_grid/{paper}/{table}.tsv"
+    wildcard_constraints:
+        table=PLAN.targets.tables_of_kind("translation"),
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        job=PLAN.protocol_jobs.params,
+        code=code("protocols", "run_job.py"),
+    script:
+        "../scripts/run_job.py"
+
+
 rule make_table:
     input:
         unpack(PLAN.table_jobs.inputs),

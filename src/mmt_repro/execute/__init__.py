@@ -1,5 +1,5 @@
 """Execution of the plan's run-level jobs (train_model, translate, dump_attention, score,
-analyse, make_table, test_significance, make_curves, learn_alignment, align,
+analyse, make_table, test_significance, protocol_grid, make_curves, learn_alignment, align,
 assemble_backtranslation): each module takes one job object (mmt_repro.plan.jobs), calls the one
 package function that does the work, and writes the job record beside the output
 (:mod:`.record`): the resolved job, the package version and code hash, the git commit when there
@@ -23,6 +23,7 @@ RUNNERS = {
     "analyse": ("analyse", "run"),
     "table": ("table", "run"),
     "significance": ("significance", "run"),
+    "protocols": ("protocols", "run"),
     "curves": ("curves", "run"),
     "alignment_model": ("alignment", "learn"),
     "align": ("alignment", "align"),

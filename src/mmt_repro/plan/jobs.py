@@ -163,6 +163,28 @@ class SignificanceJob(Job):
 
 
 @dataclass(frozen=True)
+class ProtocolGridJob(Job):
+    """A translation table's runs scored under every scoring protocol that makes sense for its
+    target language (mmt_repro.tables.protocols): why a number differs from the paper's."""
+
+    kind: ClassVar[str] = "protocols"
+    paper: str
+    table: str
+    pair: str
+    lang: str  # the target language
+    protocols: list  # protocol ids (mmt_repro.metrics.protocols), in the grid's column order
+    table_metrics: dict  # table metric -> the protocol that computes it (the paper's scoring block)
+    translations: dict  # "system|test_set|condition|seed" -> translation file
+    references: dict  # test set -> its reference file(s) in the scoring form
+    scores: dict  # the same keys -> score file: each marked cell is checked against it
+    ref_subword: str
+    meteor_jar: str | None
+    inputs: dict  # translations, references, scores (lists)
+    out: str  # the grid (TSV)
+    legend: str  # its legend and every seed's value (JSON)
+
+
+@dataclass(frozen=True)
 class CurvesJob(Job):
     """Learning curves of a table's systems (tables of kind curves): a table and a figure."""
 
@@ -222,7 +244,7 @@ class BacktranslationJob(Job):
 
 
 JOB_KINDS = {cls.kind: cls for cls in (TrainJob, TranslateJob, ScoreJob, AnalyseJob, TableJob, SignificanceJob,
-                                       CurvesJob, AlignmentModelJob, AlignJob, BacktranslationJob)}
+                                       ProtocolGridJob, CurvesJob, AlignmentModelJob, AlignJob, BacktranslationJob)}
 
 
 def job_from_dict(data) -> Job:
@@ -233,5 +255,6 @@ def job_from_dict(data) -> Job:
     return JOB_KINDS[kind].from_dict(data)
 
 
-__all__ = ["Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob", "SignificanceJob", "CurvesJob",
-           "AlignmentModelJob", "AlignJob", "BacktranslationJob", "JOB_KINDS", "job_from_dict"]
+__all__ = ["Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob", "SignificanceJob",
+           "ProtocolGridJob", "CurvesJob", "AlignmentModelJob", "AlignJob", "BacktranslationJob", "JOB_KINDS",
+           "job_from_dict"]

@@ -38,6 +38,8 @@ PATHS = {
     "align_model": "results/align/{paper}/{dataset}.{pair}/model",  # + .fwd, .bwd (fast_align tables)
     "alignment_layer": "results/align/{paper}/{dataset}.{pair}/layer.{system}.seed{seed}.json",
     "table": "results/tables/{paper}/{table}.tsv",
+    "protocols": "results/tables/{paper}/{table}.protocols.tsv",  # a translation table's protocol grid
+    "protocols_legend": "results/tables/{paper}/{table}.protocols.json",
     "figure": "results/figures/{paper}/{table}.{figure}",
 }
 
@@ -53,6 +55,7 @@ WILDCARDS = {
     "analysis": "[a-z0-9_]+",
     "corpus": "[a-z0-9_]+",
     "paper": "[a-z_]+",
+    "table": "[^/.]+",  # no dot: results/tables/{paper}/{table}.protocols.tsv is not a table
     "system": "[a-z0-9_]+",
     "seed": "[0-9]+",
     "condition": "congruent|shuffled|no_image",

@@ -68,14 +68,22 @@ class Targets:
     def all_tables(self) -> list:
         return [path("table", paper=p, table=t) for p, t, _ in self.look.enabled]
 
+    def all_protocol_grids(self) -> list:
+        """The protocol grid of every enabled translation table (rule protocol_grid)."""
+        return [path("protocols", paper=p, table=t) for p, t, table in self.look.enabled
+                if table.get("kind", "translation") == "translation"]
+
     def default_targets(self) -> list:
         """What ``rule all`` builds: the config's ``targets`` when it names some (an overlay config
         such as config/cpu_multi30k.yaml plans only its own tables), else every table, figure,
-        statistic and report of the enabled tables."""
+        statistic and report of the enabled tables, and (``protocol_grids.all``, the default) the
+        protocol grid of each translation table."""
         if self.look.config.get("targets"):
             return list(self.look.config["targets"])
+        grids = (self.look.config.get("protocol_grids") or {}).get("all", True)
         return ["results/tables/all.tsv", path("stats"), *self.text.vocab_report_targets(),
-                *self.text.recipe_targets(), *self.all_figures(), *self.report_pages()]
+                *self.text.recipe_targets(), *self.all_figures(), *self.report_pages(),
+                *(self.all_protocol_grids() if grids else [])]
 
     def report_pages(self) -> list:
         """The HTML pages of the Snakemake report (workflow/rules/report.smk): every enabled
@@ -98,7 +106,7 @@ class Targets:
 
     def tables_of_kind(self, kind) -> str:
         """A wildcard pattern matching the enabled tables of one kind (e.g. curves)."""
-        return pattern(table for _, table, t in self.look.enabled if t.get("kind") == kind)
+        return pattern(table for _, table, t in self.look.enabled if t.get("kind", "translation") == kind)
 
     # ------------------------------------------------------------------ requested targets' names
 

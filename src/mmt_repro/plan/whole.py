@@ -17,6 +17,7 @@ from .build.analyse import AnalyseJobs
 from .build.backtranslation import BacktranslationJobs
 from .build.curves import CurvesJobs
 from .build.packed import PackedJobs
+from .build.protocols import ProtocolGridJobs
 from .build.score import ScoreJobs
 from .build.significance import SignificanceJobs
 from .build.table import TableJobs
@@ -52,6 +53,7 @@ class Plan(Lookup):
         self.analyse_jobs = AnalyseJobs(look, self.translate_jobs)
         self.significance_jobs = SignificanceJobs(look)
         self.table_jobs = TableJobs(look, self.vectors, self.text)
+        self.protocol_jobs = ProtocolGridJobs(look)  # protocol_grid: a translation table's protocol grid
         self.curves_jobs = CurvesJobs(look)
         self.alignment_jobs = AlignmentJobs(look)
         self.backtranslation_jobs = BacktranslationJobs(look)

@@ -197,6 +197,14 @@ STAGES: dict[str, Stage] = {
                    "metrics.meteor", "metrics.cider", "text.recipes", "text.wordpiece", "text.bpe", "text.moses",
                    "text.zh_segment"),
     ),
+    # a translation table's protocol grid: the scoring code of every protocol (BLEU, METEOR, the
+    # jieba words), the detokeniser and the subword merging it runs
+    "protocols": Stage(
+        entries=_m("execute.protocols"),
+        decides=_m("execute.protocols", "tables.protocols", "metrics.protocols", "metrics.mt", "metrics.meteor",
+                   "metrics.zh_words", "text.moses", "text.zh_segment", "text.recipes", "text.wordpiece", "text.bpe"),
+        not_deciding={f"{PACKAGE}.metrics.cider": "lazily imported by metrics.mt for CIDEr; no protocol scores CIDEr"},
+    ),
     "tables": Stage(entries=_m("execute.table", "tables.build"), decides=_m("execute.table", "tables.build")),
     "curves": Stage(entries=_m("execute.curves"), decides=_m("execute.curves", "tables.curves", "tables.build")),
     "report": Stage(
@@ -208,7 +216,8 @@ STAGES: dict[str, Stage] = {
 # The job kinds of the plan (plan.jobs) and the stage each belongs to.
 JOB_STAGE = {
     "train": "train", "translate": "translate", "attention": "translate", "score": "score",
-    "analyse": "analyse", "table": "tables", "significance": "significance", "curves": "curves",
+    "analyse": "analyse", "table": "tables", "significance": "significance", "protocols": "protocols",
+    "curves": "curves",
     "alignment_model": "alignment", "align": "alignment", "backtranslation": "backtranslation",
 }
 

@@ -1,10 +1,10 @@
 """Which training runs a set of targets needs, without Snakemake: a small walk over the part of
-the workflow's graph that leads to checkpoints (tables, significance, scores, translations,
-attention dumps, analyses, curves, figures, back-translated corpora, the alignment-layer choice
-and the models themselves). Each path is matched against its template in ``PATHS`` (with the
-wildcards' patterns) and expanded with the same plan method its rule calls for its inputs, so
-the walk finds the training jobs ``snakemake -n`` would schedule. Any other file (text,
-vocabularies, features, statistics) is a leaf. Torch-free."""
+the workflow's graph that leads to checkpoints (tables, significance, protocol grids, scores,
+translations, attention dumps, analyses, curves, figures, back-translated corpora, the
+alignment-layer choice and the models themselves). Each path is matched against its template in
+``PATHS`` (with the wildcards' patterns) and expanded with the same plan method its rule calls
+for its inputs, so the walk finds the training jobs ``snakemake -n`` would schedule. Any other
+file (text, vocabularies, features, statistics) is a leaf. Torch-free."""
 
 from __future__ import annotations
 
@@ -35,6 +35,8 @@ _PATTERNS = [
     ("backtranslation", _regex(PATHS["backtranslation"], r"/(?:synthetic\.src|synthetic\.tgt|images\.txt)")),
     ("alignment_layer", _regex(PATHS["alignment_layer"])),
     ("significance", _regex(PATHS["significance"])),
+    ("protocols", _regex(PATHS["protocols"])),
+    ("protocols", _regex(PATHS["protocols_legend"])),
     ("table", _regex(PATHS["table"])),
     ("figure", re.compile(r"results/figures/(?P<paper>[a-z_]+)/(?P<table>[^/.]+)\.(?P<figure>[a-z_]+)\.(?:png|pdf)$")),
 ]
@@ -81,6 +83,8 @@ class TrainingWalk:
             return _flat(p.alignment_jobs.layer_selection_inputs(w))
         if kind == "significance":
             return _flat(p.significance_jobs.inputs(w))
+        if kind == "protocols":
+            return _flat(p.protocol_jobs.inputs(w))
         if kind == "table":
             if (w.paper, w.table) not in {(a, b) for a, b, _ in p.enabled}:
                 return []

@@ -5,7 +5,8 @@
 * ``docs/results/<name>.md`` for each reference folder ``reference/<name>/``
   (:mod:`mmt_repro.tables.reference`): what the run is (its first line), a provenance header
   (config, commit, date, device, seeds, time per seed), every table laid out as the paper's with
-  the verdicts the table code wrote, and links to the learning curves and job records;
+  the verdicts the table code wrote, links to the learning curves and job records, and each
+  translation table's protocol grid where the evidence has one (:mod:`.protocols`);
 * the content of every generated block in ``README.md`` and ``docs/**/*.md``, a block being::
 
       <!-- generated: KIND ARGS -->
@@ -123,12 +124,43 @@ def results_page(folder: Path, repo: Path) -> str:
             lines += ["", f"### [`{f.name}`]({rel}/transcribed/{f.name})", "", *tsv_table(f)]
     if not len(df) and not figures:
         lines += ["", "No table or figure of this configuration is committed: run the command above to produce them."]
+    lines += _grid_sections(folder, record, rel, has_tables=bool(len(df)))
     others = [t for t in record["tables"] if t["kind"] != "translation"]
     if others:
         lines += ["", "## Analyses and figures", ""]
         lines += [f"- [`{t['paper']}/{t['table']}`]({rel}/results/tables/{t['paper']}/{t['table']}.tsv)"
                   for t in others]
     return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"
+
+
+GRID_INTRO = ("Each translation table's runs scored again under every scoring protocol that makes sense for its "
+              "target language ([docs/scoring.md](../scoring.md), `mmt_repro.tables.protocols`): the mean over "
+              "seeds, like `ours`. `*` marks a column that is one of the table's own metrics, the paper's protocol "
+              "as its `scoring` block states it (its cells are the table's `ours`); `BLEU spread` is the row's "
+              "largest BLEU minus its smallest: how far the protocol alone moves the number.")
+
+
+def _grid_sections(folder: Path, record: dict, rel: str, has_tables: bool) -> list[str]:
+    """The protocol grids of a reference folder, or why it has none."""
+    from .protocols import grid_markdown
+
+    grids = record.get("grid_jobs") or []
+    if grids:
+        lines = ["", "## Protocol grids", "", GRID_INTRO]
+        for job in grids:
+            lines += ["", *grid_markdown(folder / job["out"], folder / job["legend"], f"{job['paper']}/{job['table']}",
+                                         f"{rel}/{job['out']}")]
+        return lines
+    if not has_tables:
+        return []
+    if record["evidence"] == "transcribed":
+        why = ("a grid scores the translations, and this folder's were not committed (the score files were "
+               "transcribed); the command above rebuilds them, then `snakemake <table>.protocols.tsv` makes the grids")
+    else:
+        why = ("the run folder had none when this reference was copied: `snakemake "
+               "results/tables/<paper>/<table>.protocols.tsv` there makes them, `python -m mmt_repro reference` "
+               "copies them")
+    return ["", "## Protocol grids", "", f"No protocol grid: {why}."]
 
 
 # --------------------------------------------------------------------------- blocks

@@ -18,6 +18,10 @@ relative paths, so every path a table names (``runs``, score files) resolves ins
     the hypotheses behind each score.
 ``results/models/.../<run>.curve.tsv``, ``.job.json``
     each run's learning curve and its resolved training job; never the weights.
+``results/tables/<paper>/<table>.protocols.tsv`` (+ ``.json``), ``results/text/...``
+    where the run folder has it, each translation table's protocol grid
+    (:mod:`mmt_repro.tables.protocols`) with the references it scored against, and in
+    ``reference.json`` the job that made it (``grid_jobs``): what :func:`rebuild_grid` needs.
 
 Evidence that was not kept (a run folder lost before this command existed) can be given as a
 transcription, ``transcribed/scores.tsv`` (one row per published per-seed score:
@@ -26,7 +30,9 @@ out as score files marked ``transcribed``, so the table code, not a hand, turns 
 reference tables; ``reference.json`` then says what was not committed and why.
 
 The test ``tests/unit/test_reference.py`` rebuilds every reference table from the committed
-score files with :func:`rebuild_table` and compares it, cell for cell, with the committed one.
+score files with :func:`rebuild_table` and compares it, cell for cell, with the committed one;
+``tests/unit/test_protocols.py`` does the same for every committed protocol grid
+(:func:`rebuild_grid`, from the committed translations and references).
 """
 
 from __future__ import annotations
@@ -75,6 +81,19 @@ def _table_jobs(plan, tables) -> list[dict]:
     return [plan.table_jobs.job(SimpleNamespace(paper=p, table=t)).to_dict() for p, t in tables]
 
 
+def _grid_jobs(plan, tables, run_dir: Path) -> list[dict]:
+    """The job of each protocol grid the run folder has for ``tables``: the one its legend
+    records (the job that made it), else the plan's."""
+    jobs = []
+    for p, t in tables:
+        legend = run_dir / path("protocols_legend", paper=p, table=t)
+        if not (run_dir / path("protocols", paper=p, table=t)).is_file() or not legend.is_file():
+            continue
+        made = json.loads(legend.read_text(encoding="utf-8")).get("provenance", {}).get("job")
+        jobs.append(made or plan.protocol_jobs.job(SimpleNamespace(paper=p, table=t)).to_dict())
+    return jobs
+
+
 def _curve_summary(file: Path) -> dict:
     """Epochs, best validation BLEU and training seconds of a curve TSV (its last ``elapsed_s``)."""
     with open(file, encoding="utf-8", newline="") as fh:
@@ -117,6 +136,9 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
         raise DataError(run_dir / missing[0], f"{len(missing)} file(s) of the targets' evidence do not exist "
                         f"(first: {missing[0]})", "build the targets in that folder first (snakemake <targets> "
                         "--directory <run folder>), then run this again")
+    grids = _grid_jobs(plan, translation, run_dir)
+    for job in grids:
+        files += [job["out"], job["legend"], *job["inputs"]["references"]]
     for p, t, _ in tables:
         files += _run_files(" ".join(read_table(run_dir / path("table", paper=p, table=t))["runs"]))
     files += [f for f in (_translation_of(s)[: -len(".txt")] + ".stats.json"
@@ -150,6 +172,7 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
         "tables": [{"paper": p, "table": t, "kind": kind, "seeds": len(plan.table(p, t).get("seeds") or [])}
                    for p, t, kind in tables],
         "table_jobs": jobs,
+        "grid_jobs": grids,
     }
     staging = out_dir.with_name(f".{out_dir.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
@@ -217,6 +240,24 @@ def rebuild_table(folder: Path, job: dict, out_tsv: Path, published: Path, seeds
         df.loc[short, ["tolerance"]] = float("nan")
         write_table(df, out_tsv)
     return df
+
+
+def rebuild_grid(folder: Path, job: dict, out_root: Path) -> tuple[Path, Path]:
+    """The protocol grid of ``job`` (a recorded grid job) built by the grid code from the
+    translations, references and score files inside ``folder``, written under ``out_root`` (same
+    relative paths); returns (TSV, legend)."""
+    from .protocols import protocol_grid
+
+    folder, out_root = Path(folder), Path(out_root)
+    protocol_grid(
+        translations={k: str(folder / f) for k, f in job["translations"].items()},
+        references={ts: [str(folder / f) for f in files] for ts, files in job["references"].items()},
+        protocols=list(job["protocols"]), lang=job["lang"], out_tsv=out_root / job["out"],
+        out_json=out_root / job["legend"], table_metrics=dict(job["table_metrics"]),
+        scores={k: str(folder / f) for k, f in job["scores"].items()}, ref_subword=job["ref_subword"],
+        meteor_jar=job.get("meteor_jar"), meta={"paper": job["paper"], "table": job["table"], "pair": job["pair"]},
+    )
+    return out_root / job["out"], out_root / job["legend"]
 
 
 def rebuild_tables(folder: Path, out_root: Path, published: Path) -> list[Path]:
