@@ -247,8 +247,8 @@ def extract_for_system(system: Path, media: list[Path], work: Path, device: str 
 def translate_raw(system: Path, src: str | Path | None, out: str | Path | None, media: list[Path] | None = None,
                   features_npy: Path | None = None, features_index: Path | None = None, decode: dict | None = None,
                   device: str = "auto", boxes: Path | None = None) -> dict:
-    """Translate raw sentences with an exported system: its recipe prepares ``src`` (a file, or
-    ``-`` for standard input; None for a captioning system), the model decodes as the paper
+    """Translate raw sentences with an exported system: its recipe prepares ``src`` (a file;
+    ``-`` or None: standard input; None for a captioning system, which reads no text), the model decodes as the paper
     does (``decode.json``; ``decode``: keys to change, e.g. ``beam_size``) (with the
     features of ``media`` extracted as in training, or a given feature store), and the output
     is restored to plain text (:meth:`SystemRecipe.restore`) and written to ``out`` (None:
@@ -268,10 +268,7 @@ def translate_raw(system: Path, src: str | Path | None, out: str | Path | None, 
         src_file = None
         n = None
         if recipe.src is not None:
-            if src is None:
-                raise DataError(system, f"the {recipe.pair} system translates text, but no source was given",
-                                "give --src FILE (or - for standard input)")
-            lines = read_source(src)
+            lines = read_source("-" if src is None else src)
             n = len(lines)
             src_file = write_lines(work / "src.txt", recipe.prepare(lines, "src"))
         elif src is not None:
