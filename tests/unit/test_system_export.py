@@ -195,3 +195,69 @@ def test_bad_exports_name_the_file_and_the_fix(run_folder, tmp_path):
     with pytest.raises(DataError, match=r"val.lc.norm.tok.bpe.en: line 1 is .* but the exported recipe makes"):
         export_system(root / Path(run_folder["checkpoint"]).relative_to(run_folder["root"]), tmp_path / "bad")
     assert not (tmp_path / "bad").exists()  # nothing written
+
+
+def test_images_get_the_features_the_system_was_trained_with(run_folder, tmp_path, monkeypatch):
+    """A multimodal system's export records its feature set (extractor, layer, image size, weights,
+    scaling and the training split's statistics); new images get the very rows the workflow's
+    own store of them holds (extract_features, then standardize_store with the training statistics)."""
+    import shutil
+
+    from PIL import Image
+
+    from mmt_repro.checkpoint import save_checkpoint
+    from mmt_repro.decode.system import export_system, extract_for_system, translate_raw
+    from mmt_repro.execute.record import write_json
+    from mmt_repro.features.grid import extract_features
+    from mmt_repro.features.standardize import standardize_store
+    from mmt_repro.models import Vocabs, build_model
+    from mmt_repro.text.vocab import Vocab
+
+    root = tmp_path / "run"
+    shutil.copytree(run_folder["root"], root)
+    monkeypatch.chdir(root)  # the workflow's paths are relative to its run folder
+    images = Path("results/data/toy/images")
+    images.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    names = [f"{i}.png" for i in range(5)]
+    for name in names:
+        Image.fromarray(rng.integers(0, 255, (40, 48, 3), dtype=np.uint8)).save(images / name)
+    raw, std = "results/features/toy/resnet50-res4f", "results/features/toy/resnet50-res4f.std"
+    for split, listed in (("train", names[:3]), ("test", names[3:])):
+        write_lines(f"results/data/toy/image_splits/{split}.txt", listed)
+        extract_features(Path(f"results/data/toy/image_splits/{split}.txt"), images, Path(f"{raw}/{split}.npy"),
+                         Path(f"{raw}/{split}.index.parquet"), extractor="resnet50", layer="res4f", weights="random",
+                         image_size=32, seed=0, device="cpu")
+        standardize_store(f"{raw}/{split}.npy", f"{raw}/{split}.index.parquet", f"{std}/{split}.npy",
+                          f"{std}/{split}.index.parquet", stats_from=f"{raw}/train.npy")
+    sv, tv = (Vocab.load(f"results/vocab/doubly_attentive/toy.en-de.{lang}.json") for lang in ("en", "de"))
+    model = build_model("doubly_attentive.nmt_src_img", dict(MODEL, img_dim=1024, img_att_dim=8, dropout_img=0.0),
+                        Vocabs.sizes(len(sv), len(tv)))
+    stem = "results/models/doubly_attentive/nmt_src_img/toy.en-de.seed1"
+    save_checkpoint(Path(f"{stem}.best.pt"), model, {"src": sv.fingerprint(), "tgt": tv.fingerprint()},
+                    with_rng=False)
+    text = "results/text/doubly_attentive/toy.en-de"
+    write_json(f"{stem}.job.json", {"job": {
+        "paper": "doubly_attentive", "system": "nmt_src_img", "dataset": "toy", "pair": "en-de",
+        "record": f"{stem}.job.json",
+        "inputs": {"src_vocab": "results/vocab/doubly_attentive/toy.en-de.en.json",
+                   "tgt_vocab": "results/vocab/doubly_attentive/toy.en-de.de.json",
+                   "val_src": f"{text}/val.lc.norm.tok.bpe.en", "val_tgt": f"{text}/val.lc.norm.tok.bpe.de",
+                   "train_npy": f"{std}/train.npy", "train_index": f"{std}/train.index.parquet"}}})
+    monkeypatch.chdir(tmp_path)
+    system = tmp_path / "system"
+    written = export_system(root / f"{stem}.best.pt", system)
+    assert written["features"] == "resnet50-res4f.std"
+    info = json.loads((system / "features.json").read_text(encoding="utf-8"))
+    assert info["kind"] == "grid" and info["scaling"] == "standardized" and info["shape_per_item"] == [4, 1024]
+    assert info["extract"] == {"extractor": "resnet50", "layer": "res4f", "weights": "random", "image_size": 32,
+                               "seed": 0}
+    new = [root / images / name for name in names[3:]]
+    npy, _ = extract_for_system(system, new, tmp_path, device="cpu")
+    np.testing.assert_array_equal(np.load(npy), np.load(root / f"{std}/test.npy"))
+    src = write_lines(tmp_path / "raw.en", ["The dog is red.", "A cat!"])
+    translate_raw(system, src, tmp_path / "hyp.de", media=new, decode={"beam_size": 1, "max_len": 6}, device="cpu")
+    hyps = read_lines(tmp_path / "hyp.de")
+    assert len(hyps) == 2 and not any("@@" in h for h in hyps)
+    with pytest.raises(DataError, match="has 2 sentences but 1 media files were given"):
+        translate_raw(system, src, tmp_path / "x.de", media=new[:1], device="cpu")
