@@ -81,20 +81,21 @@ def export_system(checkpoint: Path, out: Path, src_vocab: Path | None = None, tg
     src_vocab = src_vocab or (root / inputs["src_vocab"] if inputs.get("src_vocab") else None)
     tgt_vocab = tgt_vocab or (root / inputs["tgt_vocab"] if inputs.get("tgt_vocab") else None)
     recipe, files, checks = recipe_from_record(record)
-    with tempfile.TemporaryDirectory(prefix="mmt_export_") as staging:
-        # the recipe's files staged and the recipe checked before anything is written to ``out``
+    with tempfile.TemporaryDirectory(prefix="mmt_export_") as tmp:
+        # everything made and checked in a staging folder before anything is written to ``out``
+        staging = Path(tmp)
         for name, source in files.items():
             if isinstance(source, str):
-                (Path(staging) / name).write_text(source, encoding="utf-8")
+                (staging / name).write_text(source, encoding="utf-8")
             else:
-                shutil.copyfile(source, Path(staging) / name)
-        checked = check_recipe(dataclasses.replace(recipe, folder=Path(staging)), checks)
+                shutil.copyfile(source, staging / name)
+        checked = check_recipe(dataclasses.replace(recipe, folder=staging), checks)
+        recipe.save(staging)
+        features = _export_features(inputs, root, staging)
+        decode = _export_decode(job, staging)
         export_checkpoint(checkpoint, out, src_vocab=src_vocab, tgt_vocab=tgt_vocab, record=record)
-        for name in files:
-            shutil.copyfile(Path(staging) / name, out / name)
-    recipe.save(out)
-    features = _export_features(inputs, root, out)
-    decode = _export_decode(job, out)
+        for made in staging.iterdir():
+            shutil.copyfile(made, out / made.name)
     return {"recipe": checked, "features": features, "decode": decode}
 
 
