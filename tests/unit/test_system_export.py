@@ -195,6 +195,21 @@ def test_bad_exports_name_the_file_and_the_fix(run_folder, tmp_path):
     with pytest.raises(DataError, match=r"val.lc.norm.tok.bpe.en: line 1 is .* but the exported recipe makes"):
         export_system(root / Path(run_folder["checkpoint"]).relative_to(run_folder["root"]), tmp_path / "bad")
     assert not (tmp_path / "bad").exists()  # nothing written
+    # images for a text-only system
+    export_system(run_folder["checkpoint"], tmp_path / "text_only")
+    src = write_lines(tmp_path / "raw.en", ["The dog is red."])
+    with pytest.raises(DataError, match="features.json: the exported system records no feature set"):
+        translate_raw(tmp_path / "text_only", src, tmp_path / "x.de", media=[tmp_path / "a.png"])
+
+
+def test_media_come_from_images_then_an_image_list(tmp_path):
+    from argparse import Namespace
+
+    from mmt_repro.cli import _media_of
+
+    listing = write_lines(tmp_path / "imgs" / "list.txt", ["a.png", "sub/b.png"])
+    assert _media_of(Namespace(images=["x.png"], image_list=str(listing))) == [
+        Path("x.png"), tmp_path / "imgs" / "a.png", tmp_path / "imgs" / "sub" / "b.png"]
 
 
 def test_images_get_the_features_the_system_was_trained_with(run_folder, tmp_path, monkeypatch):
