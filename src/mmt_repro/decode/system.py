@@ -94,6 +94,9 @@ def export_system(checkpoint: Path, out: Path, src_vocab: Path | None = None, tg
         features = _export_features(inputs, root, staging)
         decode = _export_decode(job, staging)
         export_checkpoint(checkpoint, out, src_vocab=src_vocab, tgt_vocab=tgt_vocab, record=record)
+        for stale in (RECIPE_FILE, FEATURES_FILE, STATS_FILE, DECODE_FILE, "wordpiece_vocab.txt", *out.glob("bpe.*.codes")):
+            if not (staging / Path(stale).name).exists():  # an earlier export's, into the same folder
+                (out / Path(stale).name).unlink(missing_ok=True)
         for made in staging.iterdir():
             shutil.copyfile(made, out / made.name)
     return {"recipe": checked, "features": features, "decode": decode}
