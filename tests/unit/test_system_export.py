@@ -160,7 +160,8 @@ def test_restore_merges_subwords_and_detokenises_each_recipe_form(tmp_path):
     assert bpe.restore(["the do@@ g &apos;s ball , &quot; re@@ d &quot; &amp; blue ."]) == \
         ['the dog\'s ball, "red" & blue.']
     de = SystemRecipe("p", "en-de", None, SideRecipe("de", "norm.tok", "bpe", bpe_codes="c"))
-    assert de.restore(["Der Hun@@ d ( &quot; Rex &quot; ) läuft ; nicht wahr ?"]) == ['Der Hund ("Rex") läuft; nicht wahr?']
+    assert de.restore(["Der Hun@@ d ( &quot; Rex &quot; ) läuft ; nicht wahr ?"]) == \
+        ['Der Hund ("Rex") läuft; nicht wahr?']
     zh = SystemRecipe("deepfuse", "en-zh", None, SideRecipe("zh", "char", "char"))
     assert zh.restore(["一 个 男 人 在 跑 步 。", "C P U 很 快"]) == ["一个男人在跑步。", "CPU很快"]
     wp = SystemRecipe("bertgen", "en-de", None, SideRecipe("en", "lc.wp", "wordpiece", wordpiece_vocab="v"))

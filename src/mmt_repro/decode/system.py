@@ -94,7 +94,8 @@ def export_system(checkpoint: Path, out: Path, src_vocab: Path | None = None, tg
         features = _export_features(inputs, root, staging)
         decode = _export_decode(job, staging)
         export_checkpoint(checkpoint, out, src_vocab=src_vocab, tgt_vocab=tgt_vocab, record=record)
-        for stale in (RECIPE_FILE, FEATURES_FILE, STATS_FILE, DECODE_FILE, "wordpiece_vocab.txt", *out.glob("bpe.*.codes")):
+        earlier = (RECIPE_FILE, FEATURES_FILE, STATS_FILE, DECODE_FILE, "wordpiece_vocab.txt", *out.glob("bpe.*.codes"))
+        for stale in earlier:
             if not (staging / Path(stale).name).exists():  # an earlier export's, into the same folder
                 (out / Path(stale).name).unlink(missing_ok=True)
         for made in staging.iterdir():
@@ -156,7 +157,8 @@ def _export_features(inputs: dict, root: Path, out: Path) -> str | None:
     _, _, meta, key = read_index(root / index)
     kind = meta.get("kind")
     if kind not in _EXTRACT_KEYS:
-        raise DataError(root / index, f"feature store of kind {kind!r}; exported systems know {', '.join(_EXTRACT_KEYS)}",
+        raise DataError(root / index,
+                        f"feature store of kind {kind!r}; exported systems know {', '.join(_EXTRACT_KEYS)}",
                         "re-extract the features with the workflow")
     scaling = "standardized" if "standardized" in meta else "centered" if "centered" in meta else None
     info = {"feature_set": index.parent.name, "kind": kind, "item": key,
@@ -209,7 +211,8 @@ def extract_for_system(system: Path, media: list[Path], work: Path, device: str 
     info = json.loads(path.read_text(encoding="utf-8"))
     missing = [str(m) for m in media if not Path(m).is_file()]
     if missing:
-        raise DataError(missing[0], f"{len(missing)} of the {len(media)} media files do not exist", "give existing files")
+        raise DataError(missing[0], f"{len(missing)} of the {len(media)} media files do not exist",
+                        "give existing files")
     media = [Path(m).resolve() for m in media]
     folder = Path(os.path.commonpath([m.parent for m in media]))
     listing = work / "media.txt"  # names relative to their common folder (the keys of a boxes file)
@@ -284,9 +287,10 @@ def translate_raw(system: Path, src: str | Path | None, out: str | Path | None, 
                                 "give one image (or video) per sentence, in order")
             features_npy, features_index = extract_for_system(system, list(media), work, device, boxes)
         hyp = work / "hyp.txt"
-        info = translate(checkpoint=system, src=src_file, out=hyp, src_vocab=system / "src_vocab.json"
-                         if recipe.src is not None else None, tgt_vocab=system / "tgt_vocab.json",
-                         features_npy=features_npy, features_index=features_index, decode=system_decode(system, decode or {}),
+        info = translate(checkpoint=system, src=src_file, out=hyp,
+                         src_vocab=system / "src_vocab.json" if recipe.src is not None else None,
+                         tgt_vocab=system / "tgt_vocab.json", features_npy=features_npy,
+                         features_index=features_index, decode=system_decode(system, decode or {}),
                          subword="none", device=device, pair=recipe.pair)
         text = recipe.restore(read_lines(hyp), "tgt")
     if out is None or str(out) == "-":
@@ -296,4 +300,5 @@ def translate_raw(system: Path, src: str | Path | None, out: str | Path | None, 
     return info
 
 
-__all__ = ["DECODE_FILE", "FEATURES_FILE", "RECIPE_FILE", "STATS_FILE", "export_system", "extract_for_system", "translate_raw"]
+__all__ = ["DECODE_FILE", "FEATURES_FILE", "RECIPE_FILE", "STATS_FILE", "export_system", "extract_for_system",
+           "translate_raw"]

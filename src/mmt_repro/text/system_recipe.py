@@ -70,7 +70,8 @@ class SideRecipe:
             raise ValueError(f"{self.lang}: wordpiece_vocab must be given exactly when the chain has the wp step")
         want = "wordpiece" if "wp" in steps else "char" if "char" in steps else None
         if want is not None and self.subword != want:
-            raise ValueError(f"{self.lang}: chain {self.chain!r} segments into {want}s, but subword is {self.subword!r}")
+            raise ValueError(f"{self.lang}: chain {self.chain!r} segments into {want}s, "
+                             f"but subword is {self.subword!r}")
 
     @property
     def steps(self) -> tuple[str, ...]:
@@ -230,8 +231,9 @@ def _prepared_file(inputs: dict, which: str, lang: str) -> Path | None:
 def recipe_from_record(record: Path) -> tuple[SystemRecipe, dict[str, Path | str], dict[str, tuple[Path, Path]]]:
     """The text recipe of the system a training job record describes, read off the prepared
     files it names. Returns the recipe (files named as in the exported folder), the files to
-    write there (name -> the path in the run to copy, or the text itself) and, per side, a raw corpus file and the workflow's
-    prepared file of the same split (for :func:`check_recipe`), where the run has both."""
+    write there (name -> the path in the run to copy, or the text itself) and, per side, a raw
+    corpus file and the workflow's prepared file of the same split (for :func:`check_recipe`),
+    where the run has both."""
     record = Path(record)
     try:
         job = json.loads(record.read_text(encoding="utf-8"))["job"]
@@ -249,7 +251,8 @@ def recipe_from_record(record: Path) -> tuple[SystemRecipe, dict[str, Path | str
             continue
         rel = _prepared_file(inputs, which, lang)
         if rel is None:
-            raise DataError(record, f"names no prepared {which} text of {lang!r} (inputs {', '.join(_SIDE_INPUTS[which])})",
+            raise DataError(record,
+                            f"names no prepared {which} text of {lang!r} (inputs {', '.join(_SIDE_INPUTS[which])})",
                             "export a system trained by the workflow, whose job record names its text")
         split, chain, bpe = parse_prepared_name(rel, lang)
         prepared = root / rel
@@ -279,7 +282,8 @@ def _codes_beside(prepared: Path, paper: str, lang: str) -> Path:
     folder (where both exist, the paper's recipe says which: ``joint_bpe``)."""
     found = [c for c in (prepared.with_name("bpe.joint.codes"), prepared.with_name(f"bpe.{lang}.codes")) if c.is_file()]
     if not found:
-        raise DataError(prepared.parent, f"holds no BPE codes (bpe.joint.codes or bpe.{lang}.codes) for {prepared.name}",
+        raise DataError(prepared.parent,
+                        f"holds no BPE codes (bpe.joint.codes or bpe.{lang}.codes) for {prepared.name}",
                         "export from the run folder that trained the system (rule learn_bpe writes the codes)")
     if len(found) == 2:
         found = found[:1] if recipe_for(paper).joint_bpe else found[1:]
