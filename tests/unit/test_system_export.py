@@ -277,3 +277,35 @@ def test_images_get_the_features_the_system_was_trained_with(run_folder, tmp_pat
     assert len(hyps) == 2 and not any("@@" in h for h in hyps)
     with pytest.raises(DataError, match="has 2 sentences but 1 media files were given"):
         translate_raw(system, src, tmp_path / "x.de", media=new[:1], device="cpu")
+
+
+def test_constant_and_imported_feature_sets(tmp_path):
+    """A constant stand-in store is made again for new images (the same block for each); a store
+    imported from someone else's features cannot be, and translate asks for a store instead."""
+    from mmt_repro.decode.system import _export_features, extract_for_system
+    from mmt_repro.features.constant import constant_features
+    from training_jobs import write_store
+
+    root, out = tmp_path / "run", tmp_path / "system"
+    out.mkdir()
+    store = root / "results/features/d/constant"
+    store.mkdir(parents=True)
+    write_lines(store / "list.txt", ["a.png", "b.png", "c.png"])
+    constant_features(store / "list.txt", store / "train.npy", store / "train.index.parquet", n_regions=2, dim=3,
+                      value=0.5)
+    assert _export_features({"train_index": "results/features/d/constant/train.index.parquet"}, root, out) == "constant"
+    info = json.loads((out / "features.json").read_text(encoding="utf-8"))
+    assert info["kind"] == "constant" and info["extract"] == {"n_regions": 2, "dim": 3, "value": 0.5}
+    media = [write_lines(tmp_path / name, []) for name in ("x.png", "y.png")]  # never read
+    npy, _ = extract_for_system(out, media, tmp_path)
+    np.testing.assert_array_equal(np.load(npy), np.full((2, 2, 3), 0.5, dtype=np.float16))
+
+    npy, index = write_store(root / "results/features/d/imported", "train", np.zeros((2, 4, 8), np.float16))
+    from mmt_repro.features.store import write_index
+
+    write_index(index, ["a.png", "b.png"], {"kind": "grid", "extractor": "resnet50", "layer": "res4f",
+                                            "weights": "pretrained", "shape": [2, 4, 8]})
+    _export_features({"train_index": "results/features/d/imported/train.index.parquet"}, root, out)
+    with pytest.raises(DataError, match="features.json: the features were imported") as err:
+        extract_for_system(out, media, tmp_path)
+    assert "--features-npy" in str(err.value)

@@ -44,7 +44,8 @@ from ..text.system_recipe import RECIPE_FILE, SystemRecipe, check_recipe, recipe
 log = logging.getLogger(__name__)
 
 FEATURES_FILE, STATS_FILE, DECODE_FILE = "features.json", "features_stats.npz", "decode.json"
-#: The store metadata each kind of feature set is extracted with (the extractor's own arguments).
+#: The store metadata each kind of feature set is extracted with (the extractor's own arguments);
+#: a feature set imported from someone else's files (weights ``pretrained``) cannot be made here.
 _EXTRACT_KEYS = {
     "grid": ("extractor", "layer", "weights", "image_size", "seed"),
     "regions": ("backend", "weights", "max_boxes", "min_boxes", "conf_thresh", "full_image", "min_size", "max_size",
@@ -155,16 +156,20 @@ def _export_features(inputs: dict, root: Path, out: Path) -> str | None:
     if index is None:
         return None
     _, _, meta, key = read_index(root / index)
-    kind = meta.get("kind")
-    if kind not in _EXTRACT_KEYS:
-        raise DataError(root / index,
-                        f"feature store of kind {kind!r}; exported systems know {', '.join(_EXTRACT_KEYS)}",
-                        "re-extract the features with the workflow")
+    kind = "constant" if meta.get("extractor") == "constant" else meta.get("kind")
+    shape = meta.get("shape") or [None, None, None]
+    if kind == "constant":  # a stand-in without images: the same block for every image
+        extract, note = {"n_regions": shape[1], "dim": shape[2], "value": meta.get("value", 0.0)}, None
+    elif kind in _EXTRACT_KEYS and meta.get("weights") != "pretrained":
+        extract, note = {k: meta.get(k) for k in _EXTRACT_KEYS[kind]}, None
+    else:  # imported (someone else's extractor) or of a kind not made here: a feature store is needed
+        extract = None
+        note = (f"the features were imported ({meta.get('backend') or meta.get('extractor')}, weights "
+                f"{meta.get('weights')!r}), not extracted by this package: translate needs a store of the same "
+                "features for the new images")
     scaling = "standardized" if "standardized" in meta else "centered" if "centered" in meta else None
-    info = {"feature_set": index.parent.name, "kind": kind, "item": key,
-            "extract": {k: meta.get(k) for k in _EXTRACT_KEYS[kind]},
-            "feature_dim": meta.get("feature_dim") or (meta.get("shape") or [None])[-1],
-            "shape_per_item": (meta.get("shape") or [None])[1:], "scaling": scaling,
+    info = {"feature_set": index.parent.name, "kind": kind, "item": key, "extract": extract, "note": note,
+            "feature_dim": meta.get("feature_dim") or shape[-1], "shape_per_item": shape[1:], "scaling": scaling,
             "stats": STATS_FILE if scaling else None, "trained_on": str(index),
             "given_boxes": meta.get("given_boxes")}
     if scaling:
@@ -209,6 +214,9 @@ def extract_for_system(system: Path, media: list[Path], work: Path, device: str 
         raise DataError(path, "the exported system records no feature set (a text-only system, or an old export)",
                         "translate without images, or export the system again")
     info = json.loads(path.read_text(encoding="utf-8"))
+    if info.get("extract") is None:
+        raise DataError(path, info.get("note") or f"records no extractor for {info.get('feature_set')}",
+                        "give --features-npy and --features-index: a store of the same features, one row per sentence")
     missing = [str(m) for m in media if not Path(m).is_file()]
     if missing:
         raise DataError(missing[0], f"{len(missing)} of the {len(media)} media files do not exist",
@@ -220,7 +228,11 @@ def extract_for_system(system: Path, media: list[Path], work: Path, device: str 
     raw_npy, raw_index = work / "raw.npy", work / "raw.index.parquet"
     ex = info["extract"]
     given = {k: v for k, v in ex.items() if v is not None}  # a setting recorded as None is the default
-    if info["kind"] == "grid":
+    if info["kind"] == "constant":
+        from ..features.constant import constant_features
+
+        constant_features(listing, raw_npy, raw_index, **given)
+    elif info["kind"] == "grid":
         from ..features.grid import extract_features
 
         extract_features(listing, folder, raw_npy, raw_index, extractor=ex["extractor"], layer=ex["layer"],
