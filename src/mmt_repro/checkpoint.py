@@ -20,7 +20,8 @@ vocabulary sizes and fingerprints, training config and progress, package version
 and target vocabularies (``src_vocab.json``, ``tgt_vocab.json``) and the training job record
 (``job.json``: which text recipe and subword form the model reads). :func:`load_model` takes
 such a folder as well as a checkpoint file; the optimiser state stays in the resume file
-(``.last.pt``) only.
+(``.last.pt``) only. The command adds the system's text recipe, decoding and feature recipe
+(:func:`mmt_repro.decode.system.export_system`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Verbs: ``show`` (print a results table; ``--paper``: shaped like the paper's), ``results-doc``
 (docs/results.md from all.tsv), ``models`` (list registered models),
 ``check`` (alias ``check-config``: the preflight of a config and its targets), ``translate``
-(decode a file with a checkpoint or an exported folder), ``export`` (a trained system as one
-folder: safetensors weights, config and vocabularies), ``score`` (score a hypothesis file), ``config-docs`` (the
+(raw sentences, and images, through an exported system to detokenised text; ``--segmented``:
+a model-form source file with a checkpoint or an exported folder), ``export`` (a trained system
+as one folder: safetensors weights, config, vocabularies, text and feature recipes), ``score`` (score a hypothesis file), ``config-docs`` (the
 configuration reference, config/README.md, from config/schema.yaml), ``plan`` (the cost plan), ``progress``
 (where a run folder's trainings stand), ``reference`` (copy a run's evidence into reference/<name>/),
 ``docs`` (the results pages and every generated block of README and docs/).
@@ -96,9 +97,15 @@ def _check(args) -> int:
 
 
 def _translate(args) -> int:
+    if not args.segmented:
+        return _translate_raw(args)
     from .decode.translate import translate
 
     ckpt = Path(args.checkpoint)
+    args.beam = 12 if args.beam is None else args.beam
+    args.max_len = 80 if args.max_len is None else args.max_len
+    if args.src is None or args.out is None:
+        raise DataError(ckpt, "--segmented needs --src (the model-form source) and --out", "give both")
     vocabs = {}
     for side in ("src", "tgt"):  # an exported folder holds its vocabularies
         given = getattr(args, f"{side}_vocab")
@@ -116,12 +123,47 @@ def _translate(args) -> int:
     return 0
 
 
-def _export(args) -> int:
-    from .checkpoint import export_checkpoint
+def _media_of(args) -> list[Path]:
+    """``--images`` files, then those an ``--image-list`` names (paths relative to the list's folder)."""
+    media = [Path(m) for m in args.images or []]
+    if args.image_list:
+        from .io import read_lines
 
-    out = export_checkpoint(Path(args.checkpoint), Path(args.out), src_vocab=args.src_vocab, tgt_vocab=args.tgt_vocab,
+        listing = Path(args.image_list)
+        media += [listing.parent / name.strip() for name in read_lines(listing, allow_empty_lines=False)]
+    return media
+
+
+def _translate_raw(args) -> int:
+    from .decode.system import translate_raw
+
+    if args.src_vocab or args.tgt_vocab or args.subword != "none":
+        raise DataError(args.checkpoint, "--src-vocab, --tgt-vocab and --subword go with --segmented",
+                        "drop them: an exported folder holds its vocabularies and its text recipe")
+    info = translate_raw(
+        Path(args.checkpoint), args.src, args.out, media=_media_of(args),
+        features_npy=args.features_npy, features_index=args.features_index,
+        decode={"beam_size": args.beam, "max_len": args.max_len}, device=args.device, boxes=args.boxes,
+    )
+    print(json.dumps(info), file=sys.stderr if args.out in (None, "-") else sys.stdout)
+    return 0
+
+
+def _export(args) -> int:
+    from .decode.system import export_system
+
+    out = Path(args.out)
+    written = export_system(Path(args.checkpoint), out, src_vocab=args.src_vocab, tgt_vocab=args.tgt_vocab,
                             record=args.record)
     print(f"wrote {out}: " + ", ".join(sorted(p.name for p in out.iterdir())))
+    if written["recipe"] is not None:
+        checked = ", ".join(f"{side} {n} lines" for side, n in written["recipe"].items()) or "no raw text in the run"
+        print(f"text recipe checked against the run's prepared validation text: {checked}")
+    if written["features"]:
+        print(f"feature set: {written['features']} (features.json)")
+    if written["decode"]:
+        print(f"decoding: beam {written['decode']['beam_size']}, at most {written['decode']['max_len']} tokens "
+              "(decode.json)")
     return 0
 
 
@@ -268,26 +310,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repo", help="the repository (default: the one this package is installed from)")
     p.add_argument("--directory", help="Snakemake's working directory (default: the repository)")
     p.set_defaults(func=_check)
-    p = sub.add_parser("translate", help="decode a BPE-segmented source file")
-    for name in ("checkpoint", "src", "out"):
-        p.add_argument(f"--{name}", required=True, help="--checkpoint: a .pt file or an exported folder"
-                       if name == "checkpoint" else None)
-    p.add_argument("--src-vocab", help="default: the exported folder's")
-    p.add_argument("--tgt-vocab", help="default: the exported folder's")
-    p.add_argument("--features-npy")
+    p = sub.add_parser("translate", help="translate raw sentences (and images or videos) with an exported system, "
+                                         "writing detokenised text; --segmented: a model-form (BPE) source file")
+    p.add_argument("--checkpoint", required=True, help="an exported folder (python -m mmt_repro export); with "
+                   "--segmented also a .pt file")
+    p.add_argument("--src", help="raw sentences, one a line; - or omitted: standard input (a captioning system "
+                   "reads none)")
+    p.add_argument("--out", help="the translations, one a line (default: standard output)")
+    p.add_argument("--images", nargs="+", metavar="FILE", help="one image (or video) per sentence, in order: "
+                   "features made by the extractor the system was trained with")
+    p.add_argument("--image-list", help="a file naming one image (or video) per sentence, relative to its folder")
+    p.add_argument("--boxes", help="region systems: a JSON {image file name: [[x1, y1, x2, y2], ...]} of boxes "
+                   "to pool instead of detecting them")
+    p.add_argument("--features-npy", help="a feature store as the workflow writes it (row i: sentence i)")
     p.add_argument("--features-index")
-    p.add_argument("--beam", type=int, default=12)
-    p.add_argument("--max-len", type=int, default=80)
+    p.add_argument("--segmented", action="store_true",
+                   help="the source is already in the model's form (the recipe's chain and BPE); the output is "
+                        "tokenised, with --subword merged back (the workflow's scoring form)")
+    p.add_argument("--src-vocab", help="with --segmented; default: the exported folder's")
+    p.add_argument("--tgt-vocab", help="with --segmented; default: the exported folder's")
+    p.add_argument("--beam", type=int, help="beam size (1: greedy); default: the paper's for the system "
+                   "(decode.json of the exported folder; 12 with --segmented)")
+    p.add_argument("--max-len", type=int, help="most target tokens; default: the paper's (80 with --segmented)")
     p.add_argument("--subword", default="none", choices=["none", "bpe", "wordpiece", "char"],
-                   help="the target side's segmentation, merged back in the output")
+                   help="with --segmented: the target side's segmentation, merged back in the output")
     p.add_argument("--device", default="auto")
     p.set_defaults(func=_translate)
     p = sub.add_parser("list", help="papers, tables, systems and test sets, what each needs, the target to ask for")
     p.add_argument("paper", nargs="?", help="one paper (default: every paper)")
     p.add_argument("--configfile", nargs="+", help="config files merged on top of config/config.yaml")
     p.set_defaults(func=_list)
-    p = sub.add_parser("export", help="a trained system as one folder: safetensors weights, config and vocabularies")
-    p.add_argument("checkpoint", help="a .best.pt (its .job.json beside it names the vocabularies)")
+    p = sub.add_parser("export", help="a trained system as one folder: safetensors weights, config, vocabularies, "
+                                      "its text recipe and, for a multimodal system, its feature recipe")
+    p.add_argument("checkpoint", help="a .best.pt in a run folder (its .job.json beside it names the vocabularies "
+                                      "and the prepared text the recipe is read from)")
     p.add_argument("out", help="the folder to write")
     p.add_argument("--src-vocab")
     p.add_argument("--tgt-vocab")

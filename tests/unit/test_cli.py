@@ -1,7 +1,7 @@
 """``python -m mmt_repro <verb>``: every verb run for real on tiny inputs, checking what it prints
-or writes (not only its exit code). ``translate`` decodes with a doubly-attentive model trained
-here in ~3 s on the toy copy-with-colour task (tests/conftest.py), and its output is scored by
-``score``. ``plan`` (the cost plan) is run by tests/unit/test_cost_plan.py, ``progress`` by
+or writes (not only its exit code). ``translate --segmented`` decodes with a doubly-attentive model
+trained here in ~3 s on the toy copy-with-colour task (tests/conftest.py), and its output is scored by
+``score``; raw text through an exported system's recipe: tests/unit/test_system_export.py. ``plan`` (the cost plan) is run by tests/unit/test_cost_plan.py, ``progress`` by
 tests/unit/test_progress.py."""
 
 from __future__ import annotations
@@ -178,7 +178,8 @@ def test_translate_decodes_with_a_trained_checkpoint_and_score_scores_it(toy_cor
     files = dict(checkpoint=tmp_path / "best.pt", src=d / "val.src", src_vocab=d / "src.json",
                  tgt_vocab=d / "tgt.json", features_npy=tmp_path / "val.npy",
                  features_index=tmp_path / "val.index.parquet")
-    argv = ["translate", "--out", str(tmp_path / "hyp.txt"), "--beam", "2", "--max-len", "20", "--device", "cpu"]
+    argv = ["translate", "--segmented", "--out", str(tmp_path / "hyp.txt"), "--beam", "2", "--max-len", "20",
+            "--device", "cpu"]
     for key, value in files.items():
         argv += [f"--{key.replace('_', '-')}", str(value)]
     assert main(argv) == 0
@@ -199,17 +200,22 @@ def test_translate_decodes_with_a_trained_checkpoint_and_score_scores_it(toy_cor
     bleu = json.loads(capsys.readouterr().out)["bleu"]["value"]
     assert 50 < bleu < 100
 
-    # export: one folder (safetensors, config, vocabularies) that translates the same, no pickle
+    # export: one folder (safetensors, config, vocabularies) that translates the same, no pickle; without a
+    # job record there is no text recipe, so the folder takes model-form input (--segmented)
     assert main(["export", str(tmp_path / "best.pt"), str(tmp_path / "system"), "--src-vocab", str(d / "src.json"),
                  "--tgt-vocab", str(d / "tgt.json")]) == 0
     assert "config.json, model.safetensors, src_vocab.json, tgt_vocab.json" in capsys.readouterr().out
-    argv = ["translate", "--checkpoint", str(tmp_path / "system"), "--src", str(d / "val.src"), "--out",
+    assert main(["translate", "--checkpoint", str(tmp_path / "system"), "--src", str(d / "val.src")]) == 1
+    assert "recipe.json: the exported folder has no text recipe" in capsys.readouterr().err
+    argv = ["translate", "--segmented", "--checkpoint", str(tmp_path / "system"), "--src", str(d / "val.src"), "--out",
             str(tmp_path / "folder.txt"), "--beam", "2", "--max-len", "20", "--device", "cpu",
             "--features-npy", str(tmp_path / "val.npy"), "--features-index", str(tmp_path / "val.index.parquet")]
     assert main(argv) == 0
     assert read_lines(tmp_path / "folder.txt") == hyps
-    assert main(["translate", "--checkpoint", str(tmp_path / "best.pt"), "--src", str(d / "val.src"),
+    assert main(["translate", "--segmented", "--checkpoint", str(tmp_path / "best.pt"), "--src", str(d / "val.src"),
                  "--out", str(tmp_path / "x.txt")]) == 1  # a .pt file needs its vocabularies named
+    assert main(["translate", "--checkpoint", str(tmp_path / "best.pt"), "--src", str(d / "val.src")]) == 1
+    assert "not an exported system folder" in capsys.readouterr().err  # raw input needs an exported folder
 
 
 def test_config_docs_prints_and_writes_the_reference(tmp_path, capsys):
