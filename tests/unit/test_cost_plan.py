@@ -17,9 +17,10 @@ import pytest
 from mmt_repro.config import load_yaml
 from mmt_repro.plan import Plan, load_plan
 from mmt_repro.plan_tools.cost import (ASSUMED, SPARE_RETRIES, MiB, attempts_for, calibration_entry, cost_plan,
-                                       decode_step_s, family, format_cost_plan, mapped_stores, max_runtime_min,
+                                       decode_step_s, family, mapped_stores, max_runtime_min,
                                        mean_length, retries_for, split_size, train_cost, train_mem_mb, train_retries,
                                        train_runtime, validation_sets, wordpieces)
+from mmt_repro.plan_tools.cost_table import format_cost_plan
 from mmt_repro.plan_tools.levers import suggested_buckets
 from mmt_repro.plan_tools.walk import training_runs
 

@@ -13,7 +13,8 @@ import pytest
 
 from mmt_repro.config import ConfigError, deep_update, load_yaml
 from mmt_repro.plan import Plan
-from mmt_repro.plan_tools.cost import MEM_BASE_MB, cost_plan, format_cost_plan
+from mmt_repro.plan_tools.cost import MEM_BASE_MB, cost_plan
+from mmt_repro.plan_tools.cost_table import format_cost_plan
 from mmt_repro.plan_tools.packing import (PACKING_MEASURED, format_packed_cost_plan, pack_cost, pack_mem_mb, pack_of,
                                           pack_runtime, packed_cost_plan, packs)
 from mmt_repro.plan_tools.walk import ALL_TABLES, training_runs

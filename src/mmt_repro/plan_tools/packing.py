@@ -34,8 +34,9 @@ import math
 
 from ..config import ConfigError
 from ..plan.build.packed import Pack
-from .cost import (MEM_BASE_MB, MEM_SAFETY, MIN_PER_JOB, RUNTIME_SAFETY, MiB, _num, attempts_for, cost_gpu,
-                   cost_plan, format_cost_plan, max_runtime_min, train_cost)
+from .cost import (MEM_BASE_MB, MEM_SAFETY, MIN_PER_JOB, RUNTIME_SAFETY, MiB, attempts_for, cost_gpu, cost_plan,
+                   max_runtime_min, train_cost)
+from .cost_table import _num, format_cost_plan
 from .levers import BERTGEN_K
 from .walk import ALL_TABLES, training_runs
 
@@ -203,7 +204,7 @@ def packed_cost_plan(plan, targets, gpu: str | None = None, bertgen_k: int = BER
 
 
 def format_packed_cost_plan(report: dict, markdown: bool = False) -> str:
-    """:func:`~mmt_repro.plan_tools.cost.format_cost_plan`, then the packs (:func:`format_packs`)
+    """:func:`~mmt_repro.plan_tools.cost_table.format_cost_plan`, then the packs (:func:`format_packs`)
     when there are some (``python -m mmt_repro plan``)."""
     text = format_cost_plan(report, markdown)
     return text + ("\n\n" + format_packs(report, markdown) if report.get("packs") else "")
