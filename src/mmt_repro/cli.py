@@ -267,6 +267,15 @@ def _standins(args) -> int:
     return 0
 
 
+def _rehearsal_report(args) -> int:
+    from .plan_tools.rehearsal import format_report, full_plan, rehearsal_jobs
+
+    repo = Path(args.repo or ".")
+    jobs = rehearsal_jobs(args.run_dir, repo, full_plan(repo, args.configfile or ()))
+    print(format_report(jobs, slowest=args.slowest))
+    return 0
+
+
 def _targets_after_configfile(args, positional: str) -> None:
     """``--configfile a.yaml target ...``: the words after the config files that are not config
     files are targets (``nargs="+"`` would take them all as config files)."""
@@ -400,6 +409,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", type=int, default=1, help="lines, images and videos per split times this")
     p.add_argument("--video-seconds", type=float, default=10.0, help="length of each stand-in clip")
     p.set_defaults(func=_standins)
+    p = sub.add_parser("rehearsal-report", help="each job of a run (its benchmark files): wall time and peak memory "
+                                                "against what the SLURM profile requests for it at full size")
+    p.add_argument("run_dir", help="the run folder (snakemake's --directory), e.g. of `make rehearsal`")
+    p.add_argument("--configfile", nargs="+", help="site overlays of the full run, merged on top of config/config.yaml")
+    p.add_argument("--repo", help="the repository (default: the working directory)")
+    p.add_argument("--slowest", type=int, default=15, help="how many of the slowest jobs to list")
+    p.set_defaults(func=_rehearsal_report)
     p = sub.add_parser("docs", help="write the results pages (docs/results/) and every generated block of "
                                     "README.md and docs/ from the reference folders")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page or block differs")

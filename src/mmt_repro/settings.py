@@ -455,11 +455,21 @@ def with_variants(raw_systems: dict, override_systems: dict) -> dict:
 
 def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> PaperSettings:
     """Read and check ``path`` (``config/papers/<paper>.yaml``) with ``overrides`` merged in;
-    an override system with ``variant_of`` is a new system (:func:`with_variants`)."""
+    an override system with ``variant_of`` is a new system (:func:`with_variants`). The overrides'
+    ``every_system`` block is merged into every system (the settings file's and the variants),
+    below each system's own override (e.g. ``{train: {max_steps: 3}}`` for a rehearsal)."""
     path = Path(path)
     raw = load_yaml(path)
     raw_systems = raw.get("systems") or {}
     overrides = dict(overrides or {})
+    every = overrides.pop("every_system", None)
+    if every:  # one block merged into every system, under each system's own override
+        named = dict(overrides.get("systems") or {})
+        decodes_only = {n for n, b in {**raw_systems, **named}.items()
+                        if isinstance(b, dict) and (b.get("reverse_of") or b.get("decode_of"))}
+        decoding = {k: v for k, v in every.items() if k not in _TRAINS_ONLY}  # e.g. its decode block
+        overrides["systems"] = {name: deep_update(decoding if name in decodes_only else every, named.get(name) or {})
+                                for name in [*raw_systems, *(n for n in named if n not in raw_systems)]}
     for name, block in (overrides.get("systems") or {}).items():
         if name not in raw_systems and not (isinstance(block, dict) and block.get("variant_of") is not None):
             raise ConfigError(f"override for unknown system '{name}' of {paper}; systems in {path}: "
@@ -541,6 +551,10 @@ def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> P
     return settings
 
 
+# the keys of a system block that a reverse_of / decode_of system must not have: it trains nothing
+_TRAINS_ONLY = ("model", "visual", "model_config", "train", "corpus", "init_from", "resources", "extras", "by_pair")
+
+
 def _reverse_block(name: str, block: dict, blocks: dict, where: str) -> dict:
     """A ``reverse_of`` system (the backward direction of another system's checkpoint) or a
     ``decode_of`` system (another decoding of it) takes model, visual input and model config
@@ -557,8 +571,7 @@ def _reverse_block(name: str, block: dict, blocks: dict, where: str) -> dict:
         raise ConfigError(f"{where}: {key} names unknown system {target!r}; systems: {', '.join(blocks)}")
     if (blocks[target] or {}).get("reverse_of") or (blocks[target] or {}).get("decode_of"):
         raise ConfigError(f"{where}: {key} {target!r}, which decodes another system itself; name the one that trains")
-    own = sorted(set(block) & {"model", "visual", "model_config", "train", "corpus", "init_from", "resources",
-                              "extras", "by_pair"})
+    own = sorted(set(block) & set(_TRAINS_ONLY))
     if own:
         raise ConfigError(f"{where}: a {key} system decodes {target!r}'s checkpoint and trains nothing; "
                           f"drop {own}")

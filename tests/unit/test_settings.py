@@ -45,3 +45,24 @@ def test_backtranslated_corpus_needs_a_backtranslation_block(tmp_path):
     path.write_text(raw[:start] + raw[end:], encoding="utf-8")
     with pytest.raises(ConfigError, match="back-translated corpus but the paper has no `backtranslation` block"):
         load_paper("doubly_attentive", path).vocabulary_corpora(["nmt_bt"], "train", "en-de")
+
+
+def test_every_system_block_reaches_each_system_under_its_own_override():
+    """papers.<paper>.overrides.every_system (config/rehearsal.yaml's cut to a few updates): merged
+    into every system that trains, below the system's own override; a decode_of system (it trains
+    nothing) takes its decode settings only."""
+    emb = REPO / "config" / "papers" / "emb_pred.yaml"
+    paper = load_paper("emb_pred", emb, {
+        "every_system": {"train": {"max_steps": 2, "patience": 1}, "decode": {"max_len": 8}},
+        "systems": {"nmt": {"train": {"max_steps": 5}},
+                    "nmt_small": {"variant_of": "nmt", "train": {"batch_size": 7}}},
+    })
+    assert paper.systems["nmt"].train["max_steps"] == 5  # its own override wins
+    assert paper.systems["nmt"].train["patience"] == 1
+    assert paper.systems["imag"].train["max_steps"] == 2
+    assert paper.systems["nmt_small"].train["max_steps"] == 2 and paper.systems["nmt_small"].train["batch_size"] == 7
+    assert paper.systems["nmt_beam6"].decode["max_len"] == 8  # decode_of nmt: decoding only
+    assert paper.systems["nmt_beam6"].decode["beam_size"] == 6
+    assert paper.systems["ours"].decode["max_len"] == 8
+    # the settings file alone: the paper's own values
+    assert load_paper("emb_pred", emb).systems["imag"].train.get("max_steps", 0) == 0

@@ -1,0 +1,172 @@
+"""The rehearsal report: every job of a run on stand-in inputs (``config/rehearsal.yaml``, ``make
+rehearsal``), its measured wall time and peak memory (the Snakemake ``benchmark:`` files under
+``results/benchmarks/<rule>/...``: ``s``, ``max_rss``) against the ``mem_mb`` and ``runtime`` that
+the SLURM profile requests for the same job at full size: :func:`.cost.train_mem_mb` /
+:func:`.cost.train_runtime` for ``train_model``, :func:`.cost.store_mem_mb` /
+:func:`.cost.store_runtime` for the feature-store rules, a rule's own literal resources, else the
+profile's ``default-resources``. A job whose measured peak already exceeds its full-size request
+would fail on the cluster whatever its input size."""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import yaml
+
+PROFILE = "workflow/profiles/slurm/config.yaml"
+
+_RULE = re.compile(r"^(?:local)?rule (\w+):", re.M)
+_BENCH = re.compile(r"benchmark:\s*\n\s*f?\"(results/benchmarks/[^\"]+)\"")
+
+
+@dataclass
+class Job:
+    rule: str
+    benchmark: str  # path of the benchmark file, relative to results/benchmarks
+    seconds: float
+    max_rss_mb: float | None  # None: the benchmark has no figure ("-")
+    mem_mb: int | None  # the full-size request (None: unknown)
+    runtime_min: int | None
+    request_from: str  # "train cost" | "store cost" | "rule" | "profile default" | why unknown
+
+    @property
+    def over_memory(self) -> bool:
+        return self.max_rss_mb is not None and self.mem_mb is not None and self.max_rss_mb > self.mem_mb
+
+    @property
+    def over_runtime(self) -> bool:
+        return self.runtime_min is not None and self.seconds > 60 * self.runtime_min
+
+
+def rule_resources(repo: str | Path) -> dict[str, dict]:
+    """rule -> {"benchmark": its pattern, "mem_mb"/"runtime": an int, "train", "store" or
+    "store_fit"} from ``workflow/rules/*.smk`` (only the keys a rule declares)."""
+    out = {}
+    for smk in sorted((Path(repo) / "workflow" / "rules").glob("*.smk")):
+        text = smk.read_text()
+        starts = [(m.start(), m.group(1)) for m in _RULE.finditer(text)]
+        for i, (at, name) in enumerate(starts):
+            block = text[at:starts[i + 1][0] if i + 1 < len(starts) else len(text)]
+            info = {}
+            bench = _BENCH.search(block)
+            if bench:
+                info["benchmark"] = bench.group(1)
+            for key in ("mem_mb", "runtime"):
+                m = re.search(rf"\b{key}=(.+?),?\n", block)
+                if not m:
+                    continue
+                value = m.group(1).strip()
+                if value.isdigit():
+                    info[key] = int(value)
+                elif "train_" in value:
+                    info[key] = "train"
+                elif "store_" in value:
+                    info[key] = "store_fit" if "fit=True" in value else "store"
+            out[name] = info
+    return out
+
+
+def _wildcards(pattern: str, path: str) -> SimpleNamespace | None:
+    """The wildcards of ``path`` (relative to the run folder) under a benchmark ``pattern``."""
+    parts = re.split(r"\{(\w+)\}", pattern)
+    regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^/]+?)" for i, p in enumerate(parts))
+    m = re.fullmatch(regex, path)
+    return SimpleNamespace(**m.groupdict()) if m else None
+
+
+def profile_defaults(repo: str | Path) -> tuple[dict, dict]:
+    """(default-resources, config) of the SLURM profile."""
+    data = yaml.safe_load((Path(repo) / PROFILE).read_text()) or {}
+    return data.get("default-resources") or {}, data.get("config") or {}
+
+
+def full_plan(repo: str | Path, configfiles=()):
+    """The plan of the full configuration as the SLURM profile runs it (its ``config:`` block, e.g.
+    ``gpu_type``, merged on top), with ``configfiles`` (a site overlay) in between."""
+    from ..config import deep_update, load_yaml
+    from ..plan import Plan
+
+    config = load_yaml(Path(repo) / "config" / "config.yaml")
+    for f in configfiles:
+        config = deep_update(config, load_yaml(Path(f)))
+    return Plan(deep_update(config, profile_defaults(repo)[1]), Path(repo))
+
+
+def _number(value: str) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_benchmark(path: str | Path) -> dict:
+    """The first row of a Snakemake benchmark file (``s``, ``max_rss`` ... as numbers or None)."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    return {k: _number(v) for k, v in rows[0].items()} if rows else {}
+
+
+def rehearsal_jobs(run_dir: str | Path, repo: str | Path, plan=None) -> list[Job]:
+    """Every benchmarked job of the run in ``run_dir`` with its full-size request; ``plan``: the
+    full configuration's (:func:`full_plan`; None: the requests that need it are unknown)."""
+    from .cost import store_mem_mb, store_runtime, train_mem_mb, train_runtime
+
+    run_dir, rules = Path(run_dir), rule_resources(repo)
+    defaults, _ = profile_defaults(repo)
+    jobs = []
+    root = run_dir / "results" / "benchmarks"
+    for file in sorted(root.rglob("*.tsv")):
+        rel = file.relative_to(run_dir).as_posix()
+        rule = file.relative_to(root).parts[0]
+        info = rules.get(rule, {})
+        bench = read_benchmark(file)
+        mem, runtime, source = defaults.get("mem_mb"), defaults.get("runtime"), "profile default"
+        kinds = {info.get("mem_mb"), info.get("runtime")}
+        if isinstance(info.get("mem_mb"), int):
+            mem, source = info["mem_mb"], "rule"
+        if isinstance(info.get("runtime"), int):
+            runtime, source = info["runtime"], "rule"
+        if kinds & {"train", "store", "store_fit"}:
+            w = _wildcards(info.get("benchmark", ""), rel)
+            if w is None or plan is None:
+                mem = runtime = None
+                source = "unknown: no full-size plan" if plan is None else "unknown: path not the rule's pattern"
+            else:
+                try:
+                    if "train" in kinds:
+                        mem, runtime, source = train_mem_mb(plan, w), train_runtime(plan, w), "train cost"
+                    else:
+                        fit = "store_fit" in kinds
+                        mem, runtime = store_mem_mb(plan, w, fit=fit), store_runtime(plan, w, fit=fit)
+                        source = "store cost"
+                except Exception as err:  # a job of the rehearsal the full plan does not have
+                    mem = runtime = None
+                    source = f"unknown: {type(err).__name__}: {err}"[:160]
+        jobs.append(Job(rule, rel.removeprefix("results/benchmarks/"), bench.get("s") or 0.0,
+                        bench.get("max_rss"), mem, runtime, source))
+    return jobs
+
+
+def format_report(jobs: list[Job], slowest: int = 15) -> str:
+    """The report: totals, every job over its full-size request, the slowest jobs, then every job."""
+    def row(j: Job) -> str:
+        rss = "-" if j.max_rss_mb is None else f"{j.max_rss_mb:.0f}"
+        mem = "?" if j.mem_mb is None else str(j.mem_mb)
+        rt = "?" if j.runtime_min is None else str(j.runtime_min)
+        return f"{j.seconds:9.1f}  {rss:>8}  {mem:>8}  {rt:>7}  {j.benchmark}  ({j.request_from})"
+
+    head = f"{'wall s':>9}  {'peak MB':>8}  {'mem_mb':>8}  {'min':>7}  job (benchmark)  (request from)"
+    over = [j for j in jobs if j.over_memory or j.over_runtime]
+    unknown = [j for j in jobs if j.mem_mb is None]
+    lines = [f"rehearsal: {len(jobs)} jobs, {sum(j.seconds for j in jobs):.0f} job-seconds, "
+             f"peak {max((j.max_rss_mb or 0 for j in jobs), default=0):.0f} MB; "
+             f"{len(over)} over their full-size request, {len(unknown)} without a known request", ""]
+    lines += [f"over the request at full size ({len(over)}):", head] + [row(j) for j in over] + [""]
+    by_time = sorted(jobs, key=lambda j: -j.seconds)[:slowest]
+    lines += [f"slowest {len(by_time)}:", head] + [row(j) for j in by_time] + [""]
+    lines += ["every job:", head] + [row(j) for j in sorted(jobs, key=lambda j: j.benchmark)]
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""The rehearsal report (mmt_repro.plan_tools.rehearsal): each benchmarked job of a run folder
+against what the SLURM profile requests for it at full size."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from mmt_repro.plan_tools.cost import store_mem_mb, store_runtime, train_mem_mb, train_runtime
+from mmt_repro.plan_tools.rehearsal import format_report, full_plan, rehearsal_jobs, rule_resources
+
+REPO = Path(__file__).resolve().parents[2]
+HEAD = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def bench(run: Path, rel: str, seconds: float, rss: str) -> None:
+    path = run / "results" / "benchmarks" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEAD + f"{seconds}\t0:00:00\t{rss}\t1\t1\t1\t0\t0\t0\t1\n")
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return full_plan(REPO)
+
+
+def test_rule_resources_read_from_the_rules():
+    rules = rule_resources(REPO)
+    assert rules["train_model"]["mem_mb"] == "train" and rules["train_model"]["runtime"] == "train"
+    assert rules["extract_features"]["mem_mb"] == 8000 and rules["extract_features"]["runtime"] == 600
+    assert rules["center_features"]["mem_mb"] == "store_fit"
+    assert rules["import_features"]["mem_mb"] == "store"
+    assert rules["translate"]["benchmark"] == (
+        "results/benchmarks/translate/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{condition}.tsv")
+
+
+def test_report_sets_each_job_against_its_full_size_request(tmp_path, plan):
+    bench(tmp_path, "train_model/emb_pred/nmt_pre/multi30k.fr-en.seed2.tsv", 10.7, "838.5")
+    bench(tmp_path, "center_features/multi30k/resnet50-pool5/test_2016_flickr.tsv", 1.9, "117")
+    bench(tmp_path, "extract_features/multi30k/resnet50-pool5/train.tsv", 30.3, "9100.0")  # over 8000
+    bench(tmp_path, "tokenize/multi30k/val.lc.norm.tok.fr.tsv", 3700.0, "-")  # over 60 min, no memory figure
+    jobs = {j.rule: j for j in rehearsal_jobs(tmp_path, REPO, plan)}
+    assert len(jobs) == 4
+
+    w = SimpleNamespace(paper="emb_pred", system="nmt_pre", dataset="multi30k", pair="fr-en", seed="2")
+    train = jobs["train_model"]
+    assert (train.mem_mb, train.runtime_min) == (train_mem_mb(plan, w), train_runtime(plan, w))
+    assert train.mem_mb >= 1000 and train.runtime_min >= 1 and train.request_from == "train cost"
+    assert (train.seconds, train.max_rss_mb) == (10.7, 838.5) and not train.over_memory
+
+    s = SimpleNamespace(dataset="multi30k", feature_set="resnet50-pool5", split="test_2016_flickr")
+    store = jobs["center_features"]
+    assert (store.mem_mb, store.runtime_min) == (store_mem_mb(plan, s, fit=True), store_runtime(plan, s, fit=True))
+    assert store.runtime_min >= 60
+
+    feat = jobs["extract_features"]
+    assert (feat.mem_mb, feat.runtime_min, feat.request_from) == (8000, 600, "rule")
+    assert feat.over_memory and not feat.over_runtime
+
+    tok = jobs["tokenize"]
+    assert (tok.mem_mb, tok.runtime_min, tok.request_from) == (4000, 60, "profile default")
+    assert tok.max_rss_mb is None and tok.over_runtime and not tok.over_memory
+
+    text = format_report(list(jobs.values()), slowest=2)
+    assert text.splitlines()[0] == ("rehearsal: 4 jobs, 3743 job-seconds, peak 9100 MB; "
+                                    "2 over their full-size request, 0 without a known request")
+    over = text.split("over the request at full size (2):\n")[1].split("\n\n")[0].splitlines()
+    assert [line.split()[4] for line in over[1:]] == [
+        "extract_features/multi30k/resnet50-pool5/train.tsv", "tokenize/multi30k/val.lc.norm.tok.fr.tsv"]
+    slow = text.split("slowest 2:\n")[1].split("\n\n")[0].splitlines()[1:]
+    assert slow[0].split()[:4] == ["3700.0", "-", "4000", "60"]
+
+
+def test_without_a_plan_the_computed_requests_are_unknown(tmp_path):
+    bench(tmp_path, "train_model/emb_pred/nmt_pre/multi30k.fr-en.seed2.tsv", 1.0, "10")
+    (job,) = rehearsal_jobs(tmp_path, REPO, None)
+    assert job.mem_mb is None and job.request_from == "unknown: no full-size plan" and not job.over_memory
