@@ -1,16 +1,19 @@
 # The two commands of the README, each doing its own set-up on a fresh machine:
 #   make smoke   build the virtual environment, run the smoke reproduction, print all.tsv
 #   make test    build the virtual environment, run the test suite
-# Everything else here is a helper of those two.
+# Everything else here is a helper of those two, or a check (make rehearsal: every job of the full
+# configuration on stand-in inputs, against its SLURM request).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 SMOKE_DIR ?= .
+REHEARSAL_DIR ?= /tmp/mmt-repro-rehearsal
+REHEARSAL_TARGETS ?= all
 STAMP := $(VENV)/.installed
 
-.PHONY: smoke test test-fast venv lint java-check dryrun bench-plan bench-load bench-peer clean-results
+.PHONY: smoke test test-fast venv lint java-check dryrun rehearsal bench-plan bench-load bench-peer clean-results
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +60,19 @@ lint: $(STAMP)
 
 dryrun: $(STAMP)
 	$(BIN)/snakemake results/tables/all.tsv -n --quiet rules
+
+# The full configuration rehearsed on stand-in inputs: every job of `all` (every paper, table and
+# system at the papers' model sizes) on the stand-in mirror, cut to a few updates
+# (config/rehearsal.yaml), run in $(REHEARSAL_DIR) (the mirror in its mirror/); then each job's
+# wall time and peak memory against what the SLURM profile requests for it at full size, and the
+# jobs already over their request (docs/performance.md, "Rehearsal").
+#   make rehearsal REHEARSAL_TARGETS=results/tables/emb_pred/table1.tsv   # one table's jobs
+rehearsal: java-check $(STAMP)
+	$(BIN)/python -m mmt_repro standins $(REHEARSAL_DIR)/mirror
+	rc=0; $(BIN)/snakemake --snakefile Snakefile --directory $(REHEARSAL_DIR) \
+		--configfile config/rehearsal.yaml $(REHEARSAL_DIR)/mirror/standin_config.yaml \
+		--cores $(CORES) --scheduler greedy --keep-going --rerun-incomplete $(REHEARSAL_TARGETS) || rc=$$?; \
+	$(BIN)/python -m mmt_repro rehearsal-report $(REHEARSAL_DIR); exit $$rc
 
 # Benchmarks print figures (min/median/max of repeats); run them on an otherwise idle machine.
 bench-plan: $(STAMP)

@@ -36,6 +36,7 @@ TESTED = {
     "reference": "tests/unit/test_reference.py",
     "docs": "tests/unit/test_docs.py",
     "standins": "test_standins_writes_a_mirror_its_manifest_and_the_overlay",
+    "rehearsal-report": "tests/unit/test_rehearsal_report.py",
 }
 
 

@@ -77,3 +77,13 @@ def test_without_a_plan_the_computed_requests_are_unknown(tmp_path):
     bench(tmp_path, "train_model/emb_pred/nmt_pre/multi30k.fr-en.seed2.tsv", 1.0, "10")
     (job,) = rehearsal_jobs(tmp_path, REPO, None)
     assert job.mem_mb is None and job.request_from == "unknown: no full-size plan" and not job.over_memory
+
+
+def test_cli_prints_the_report_of_a_run_folder(tmp_path, capsys):
+    from mmt_repro.cli import main
+
+    bench(tmp_path, "extract_features/multi30k/resnet50-pool5/train.tsv", 30.3, "9100.0")
+    assert main(["rehearsal-report", str(tmp_path), "--repo", str(REPO), "--slowest", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("rehearsal: 1 jobs, 30 job-seconds, peak 9100 MB; 1 over their full-size request")
+    assert "     30.3      9100      8000      600  extract_features/multi30k/resnet50-pool5/train.tsv  (rule)" in out
