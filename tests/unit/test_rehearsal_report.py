@@ -87,3 +87,25 @@ def test_cli_prints_the_report_of_a_run_folder(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("rehearsal: 1 jobs, 30 job-seconds, peak 9100 MB; 1 over their full-size request")
     assert "     30.3      9100      8000      600  extract_features/multi30k/resnet50-pool5/train.tsv  (rule)" in out
+
+
+def test_the_rehearsal_overlay_keeps_every_training_and_model_and_cuts_the_updates():
+    """config/rehearsal.yaml over the full configuration: the same 126 trainings, each with the
+    full run's model and model_config, stopped after 2 updates."""
+    from mmt_repro.config import deep_update, load_yaml
+    from mmt_repro.plan import Plan
+    from mmt_repro.plan_tools.walk import training_runs
+
+    full_config = load_yaml(REPO / "config" / "config.yaml")
+    full = Plan(full_config, REPO)
+    rehearsal = Plan(deep_update(full_config, load_yaml(REPO / "config" / "rehearsal.yaml")), REPO)
+    runs, _ = training_runs(full, full.targets.default_targets())
+    rehearsed, _ = training_runs(rehearsal, rehearsal.targets.default_targets())
+    assert len(runs) == 126 and [tuple(vars(w).items()) for w in rehearsed] == [tuple(vars(w).items()) for w in runs]
+    for w in runs:
+        a, b = full.train_jobs.job(w).to_dict(), rehearsal.train_jobs.job(w).to_dict()
+        assert (b["model"], b["model_config"], b["tasks"]) == (a["model"], a["model_config"], a["tasks"])
+        assert b["train_config"]["max_steps"] == 2 and b["train_config"]["val_max_len"] == 8
+        cut = ("max_steps", "max_epochs", "patience", "val_max_len", "val_batch_size", "log_every")
+        assert {k: v for k, v in b["train_config"].items() if k not in cut} == {
+            k: v for k, v in a["train_config"].items() if k not in cut}
