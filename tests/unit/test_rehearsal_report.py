@@ -109,3 +109,25 @@ def test_the_rehearsal_overlay_keeps_every_training_and_model_and_cuts_the_updat
         cut = ("max_steps", "max_epochs", "patience", "val_max_len", "val_batch_size", "log_every")
         assert {k: v for k, v in b["train_config"].items() if k not in cut} == {
             k: v for k, v in a["train_config"].items() if k not in cut}
+
+
+def test_trainings_whose_model_img_dim_is_not_their_features_dimension(plan):
+    """The full configuration's grounded checks of DeepFuse and Yang et al. train the papers'
+    models (img_dim of the VATEX I3D / bottom-up regions) on the grounded sets' own features
+    (I3D-R50 2048-d, torchvision Faster R-CNN regions 1024-d): the rehearsal's DeepFuse slice
+    stopped there ("features have dimension 2048, model deepfuse.deepfuse expects img_dim=1024").
+    The smoke config sets img_dim for its grounded runs; the full config does not yet."""
+    from mmt_repro.plan_tools.rehearsal import img_dim_mismatches
+
+    found = img_dim_mismatches(plan, plan.targets.default_targets())
+    assert sorted(found) == sorted([
+        ("deepfuse", "deepfuse", "grounded_video", "i3d-r50", 1024, 2048),
+        ("visual_agreement", "mhca", "grounded", "frcnn-objects", 2048, 1024),
+        ("visual_agreement", "mhca", "grounded_distinct", "frcnn-objects", 2048, 1024),
+        ("visual_agreement", "soft_frozen", "grounded_distinct", "frcnn-objects", 2048, 1024),
+        ("visual_agreement", "t_hard", "grounded_distinct", "frcnn-objects", 2048, 1024),
+        ("visual_agreement", "t_mhca", "grounded", "frcnn-objects", 2048, 1024),
+        ("visual_agreement", "t_mhca", "grounded_distinct", "frcnn-objects", 2048, 1024),
+    ])
+    # the papers' own tables read features of their models' dimension
+    assert not [r for r in found if r[2] in ("multi30k", "vatex")]

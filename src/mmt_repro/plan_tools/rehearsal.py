@@ -170,3 +170,30 @@ def format_report(jobs: list[Job], slowest: int = 15) -> str:
     lines += [f"slowest {len(by_time)}:", head] + [row(j) for j in by_time] + [""]
     lines += ["every job:", head] + [row(j) for j in sorted(jobs, key=lambda j: j.benchmark)]
     return "\n".join(lines)
+
+
+def img_dim_mismatches(plan, targets) -> list[tuple[str, str, str, str, int, int]]:
+    """(paper, system, dataset, feature set, model img_dim, the feature set's dimension) of each
+    training of ``targets`` whose model's ``img_dim`` is not the dimension of the features it
+    reads (:func:`.cost.feature_shape`): that training stops at its first batch. Found first by
+    the rehearsal (DeepFuse's grounded check trains its 1024-d VATEX model on 2048-d I3D-R50)."""
+    from .cost import feature_shape
+    from .walk import training_runs
+
+    runs, _ = training_runs(plan, targets)
+    out = []
+    for w in runs:
+        job = plan.train_jobs.job(w).to_dict()
+        dim = job["model_config"].get("img_dim")
+        if not dim:
+            continue
+        for path in job["inputs"].values():
+            m = re.match(r"results/features/([^/]+)/([^/]+)/", str(path))
+            if not m:
+                continue
+            dataset, fs = m.group(1), m.group(2).split(".")[0]
+            have = feature_shape(fs, plan.feature_set_config(dataset, fs))[1]
+            row = (w.paper, w.system, dataset, fs, int(dim), int(have))
+            if have != dim and row not in out:
+                out.append(row)
+    return out
