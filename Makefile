@@ -68,7 +68,7 @@ dryrun: $(STAMP)
 # jobs already over their request (docs/performance.md, "Rehearsal").
 #   make rehearsal REHEARSAL_TARGETS=results/tables/emb_pred/table1.tsv   # one table's jobs
 rehearsal: java-check $(STAMP)
-	$(BIN)/python -m mmt_repro standins $(REHEARSAL_DIR)/mirror
+	$(BIN)/python -m mmt_repro standins $(REHEARSAL_DIR)/mirror --real-shapes
 	rc=0; $(BIN)/snakemake --snakefile Snakefile --directory $(REHEARSAL_DIR) \
 		--configfile config/rehearsal.yaml $(REHEARSAL_DIR)/mirror/standin_config.yaml \
 		--cores $(CORES) --scheduler greedy --keep-going --rerun-incomplete $(REHEARSAL_TARGETS) || rc=$$?; \
