@@ -454,10 +454,8 @@ def with_variants(raw_systems: dict, override_systems: dict) -> dict:
 
 
 def load_paper(paper: str, path: str | Path, overrides: dict | None = None) -> PaperSettings:
-    """Read and check ``path`` (``config/papers/<paper>.yaml``) with ``overrides`` merged in;
-    an override system with ``variant_of`` is a new system (:func:`with_variants`). The overrides'
-    ``every_system`` block is merged into every system (the settings file's and the variants),
-    below each system's own override (e.g. ``{train: {max_steps: 3}}`` for a rehearsal)."""
+    """``path`` (``config/papers/<paper>.yaml``) read and checked with ``overrides`` merged in: ``variant_of`` makes
+    a new system (:func:`with_variants`); ``every_system`` is merged into every system, under its own override."""
     path = Path(path)
     raw = load_yaml(path)
     raw_systems = raw.get("systems") or {}
