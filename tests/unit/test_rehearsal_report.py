@@ -111,23 +111,45 @@ def test_the_rehearsal_overlay_keeps_every_training_and_model_and_cuts_the_updat
             k: v for k, v in a["train_config"].items() if k not in cut}
 
 
-def test_trainings_whose_model_img_dim_is_not_their_features_dimension(plan):
+def test_every_training_reads_features_of_its_model_img_dim(plan):
     """The full configuration's grounded checks of DeepFuse and Yang et al. train the papers'
-    models (img_dim of the VATEX I3D / bottom-up regions) on the grounded sets' own features
-    (I3D-R50 2048-d, torchvision Faster R-CNN regions 1024-d): the rehearsal's DeepFuse slice
-    stopped there ("features have dimension 2048, model deepfuse.deepfuse expects img_dim=1024").
-    The smoke config sets img_dim for its grounded runs; the full config does not yet."""
+    systems (configured for the VATEX I3D 1024-d and bottom-up 2048-d features) on the grounded
+    sets' own features (I3D-R50 2048-d, torchvision regions 1024-d). The rehearsal's DeepFuse
+    slice stopped there ("features have dimension 2048, model deepfuse.deepfuse expects
+    img_dim=1024"); the training job now takes img_dim from the features it reads."""
     from mmt_repro.plan_tools.rehearsal import img_dim_mismatches
+    from mmt_repro.plan_tools.walk import training_runs
 
-    found = img_dim_mismatches(plan, plan.targets.default_targets())
-    assert sorted(found) == sorted([
-        ("deepfuse", "deepfuse", "grounded_video", "i3d-r50", 1024, 2048),
-        ("visual_agreement", "mhca", "grounded", "frcnn-objects", 2048, 1024),
-        ("visual_agreement", "mhca", "grounded_distinct", "frcnn-objects", 2048, 1024),
-        ("visual_agreement", "soft_frozen", "grounded_distinct", "frcnn-objects", 2048, 1024),
-        ("visual_agreement", "t_hard", "grounded_distinct", "frcnn-objects", 2048, 1024),
-        ("visual_agreement", "t_mhca", "grounded", "frcnn-objects", 2048, 1024),
-        ("visual_agreement", "t_mhca", "grounded_distinct", "frcnn-objects", 2048, 1024),
-    ])
-    # the papers' own tables read features of their models' dimension
-    assert not [r for r in found if r[2] in ("multi30k", "vatex")]
+    assert img_dim_mismatches(plan, plan.targets.default_targets()) == []
+    dims = {}
+    for w in training_runs(plan, plan.targets.default_targets())[0]:
+        dims[(w.paper, w.system, w.dataset)] = plan.train_jobs.job(w).model_config.get("img_dim")
+    # the paper's own features keep the paper's width; the grounded checks read their own
+    assert dims[("deepfuse", "deepfuse", "vatex")] == 1024
+    assert dims[("deepfuse", "deepfuse", "grounded_video")] == 2048
+    assert dims[("visual_agreement", "mhca", "multi30k")] == 2048
+    assert dims[("visual_agreement", "mhca", "grounded")] == 1024
+    assert dims[("visual_agreement", "t_hard", "grounded_distinct")] == 1024
+    assert dims[("doubly_attentive", "nmt_src_img", "multi30k")] == 1024  # res4f
+    assert dims[("emb_pred", "ours", "multi30k")] == 2048  # pool5: the latent size
+    # text-only systems have no img_dim
+    assert dims[("visual_agreement", "onlytext", "multi30k")] is None
+
+
+def test_feature_shape_widths_are_the_extractors(tmp_path):
+    """The planner's torch-free widths (plan.features.feature_shape) against the extractors'
+    own: ResNet-50's layers, torchvision and detectron2 regions, pytorchvideo's I3D-R50."""
+    from mmt_repro.features.detectors import Detectron2Regions, TorchvisionRegions
+    from mmt_repro.features.extractors import ResNet50Extractor
+    from mmt_repro.features.video import I3DExtractor
+    from mmt_repro.plan.features import feature_shape
+
+    for layer, dim in ResNet50Extractor.LAYERS.items():
+        assert feature_shape(f"resnet50-{layer}", {"image_size": 224})[1] == dim
+    assert feature_shape("resnet50-res4f", {"image_size": 224}) == (196, 1024)
+    assert feature_shape("frcnn", {"kind": "regions", "max_boxes": 3, "full_image": True}) == (
+        4, TorchvisionRegions.feature_dim)
+    assert feature_shape("b", {"kind": "regions", "backend": "detectron2"})[1] == Detectron2Regions.feature_dim
+    assert feature_shape("i3d", {"kind": "video", "n_segments": 1}) == (1, I3DExtractor.feature_dim)
+    assert feature_shape("vatex", {"kind": "pretrained", "import": "vatex_i3d"}) == (32, 1024)
+    assert feature_shape("obj36", {"kind": "pretrained", "import": "butd"}) == (37, 2048)

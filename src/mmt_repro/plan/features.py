@@ -9,6 +9,35 @@ from ..corpora.fetch import request_only_error
 from .lookup import Lookup, pattern
 from .paths import path
 
+#: Width of each ResNet-50 layer's vectors (features/extractors.py, ResNet50Extractor.LAYERS).
+RESNET50_DIMS = {"res4f": 1024, "res5c": 2048, "pool5": 2048}
+
+
+def feature_shape(name: str, fs: dict) -> tuple[int, int]:
+    """(slots, dim) of feature set ``name`` from its config, without extracting it: ``dim`` is
+    exact (the extractor's or the published release's width), ``slots`` an estimate for grids.
+    Grid sets name their layer ``<extractor>-<layer>`` unless they set ``layer``."""
+    kind = fs.get("kind", "grid")
+    if kind == "constant":  # the same block for every image (features/constant.py)
+        return int(fs.get("max_boxes", 36)), int(fs.get("dim", 2048))
+    if fs.get("import") == "vatex_i3d":  # the official VATEX I3D (Inception-v1) segments
+        return int(fs.get("n_segments", 32)), 1024
+    if kind == "video":  # pytorchvideo i3d_r50
+        return int(fs.get("n_segments", 32)), 2048
+    if fs.get("import") == "resnet50":  # a published ResNet-50 release: its layer (pysimt's res5c: 8 x 8 at 256 px)
+        layer = fs.get("layer") or "pool5"
+        return {"pool5": (1, 2048), "res5c": (64, 2048)}.get(layer, (196, 1024))
+    if fs.get("import") == "butd" or kind == "pretrained":  # bottom-up-attention regions (+ the image mean)
+        return int(fs.get("max_boxes", 36)) + 1, 2048
+    if kind == "regions":  # torchvision's box head 1024, detectron2's bottom-up-attention C4 2048
+        dim = 2048 if fs.get("backend") == "detectron2" else 1024
+        return int(fs.get("max_boxes", 36)) + int(bool(fs.get("full_image"))), dim
+    layer = fs.get("layer") or (name.split("-")[1] if "-" in name else "res4f")
+    if layer == "pool5":
+        return 1, 2048
+    side = max(1, int(fs.get("image_size", 224)) // (16 if layer == "res4f" else 32))
+    return side * side, RESNET50_DIMS.get(layer, 1024)
+
 
 class FeatureInputs:
     def __init__(self, look: Lookup):

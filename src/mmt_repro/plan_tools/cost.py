@@ -21,6 +21,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from ..plan.features import feature_shape
 from .levers import BERTGEN_K, attach_levers
 
 #: Published training-set sizes (sentence pairs) of corpora whose files declare no line count.
@@ -498,24 +499,6 @@ def store_bytes(plan, file: str) -> int:
     if leaf.endswith(".boxes.npy"):
         return rows * slots * 4 * 4  # float32 boxes
     return rows * slots * dim * 2
-
-
-def feature_shape(name: str, fs: dict) -> tuple[int, int]:
-    """(slots, dim) of a feature set from its config (an estimate before extraction)."""
-    kind = fs.get("kind", "grid")
-    if fs.get("import") == "vatex_i3d" or kind == "video":
-        return int(fs.get("n_segments", 32)), 1024 if fs.get("import") == "vatex_i3d" else 2048
-    if fs.get("import") == "resnet50":  # a published ResNet-50 release: its layer (pysimt's res5c: 8 x 8 at 256 px)
-        layer = fs.get("layer") or "pool5"
-        return {"pool5": (1, 2048), "res5c": (64, 2048)}.get(layer, (196, 1024))
-    if fs.get("import") == "butd" or kind == "pretrained":
-        return int(fs.get("max_boxes", 36)) + 1, 2048
-    if kind == "regions":
-        return int(fs.get("max_boxes", 36)) + int(bool(fs.get("full_image"))), 1024
-    if "pool5" in name:
-        return 1, 2048
-    side = max(1, int(fs.get("image_size", 224)) // 16)
-    return side * side, 1024
 
 
 # ----------------------------------------------------------------------------- the report

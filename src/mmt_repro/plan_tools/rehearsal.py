@@ -175,9 +175,11 @@ def format_report(jobs: list[Job], slowest: int = 15) -> str:
 def img_dim_mismatches(plan, targets) -> list[tuple[str, str, str, str, int, int]]:
     """(paper, system, dataset, feature set, model img_dim, the feature set's dimension) of each
     training of ``targets`` whose model's ``img_dim`` is not the dimension of the features it
-    reads (:func:`.cost.feature_shape`): that training stops at its first batch. Found first by
-    the rehearsal (DeepFuse's grounded check trains its 1024-d VATEX model on 2048-d I3D-R50)."""
-    from .cost import feature_shape
+    reads (:func:`mmt_repro.plan.features.feature_shape`): such a training would stop at its
+    first batch. The training job takes ``img_dim`` from its features, so the list is empty; the
+    rehearsal first found DeepFuse's grounded check training its 1024-d VATEX model on 2048-d
+    I3D-R50 features, when the job copied the system's configured width."""
+    from ..plan.features import feature_shape
     from .walk import training_runs
 
     runs, _ = training_runs(plan, targets)

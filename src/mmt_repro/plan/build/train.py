@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..features import feature_shape
 from ..jobs import TrainJob
 from ..lookup import is_captioning
 from ..paths import path, reversed_pair
@@ -71,6 +72,12 @@ class TrainJobs(JobBuilder):
             if corpus == "backtranslated":
                 inputs["train_image_list"] = f"{path('backtranslation', paper=paper, dataset=ds, pair=pair)}/images.txt"
         model_config, train_config = settings.for_pair(pair)
+        if feats is not None and "img_dim" in model_config:
+            # img_dim is the width of the vectors read, a property of the features, not a choice:
+            # a system configured for the paper's features (VATEX I3D 1024, bottom-up regions 2048)
+            # reads the grounded checks' own (I3D-R50 2048, torchvision regions 1024) at their width
+            dim = feature_shape(feats, look.feature_set_config(ds, feats))[1]
+            model_config = {**model_config, "img_dim": dim}
         if model_config.get("backward") == "auto":  # Yang et al.'s joint models
             model_config = {**model_config, "backward": self.backward_read(paper, system, ds, pair, model_config)}
         stem = path("model", paper=paper, system=system, dataset=ds, pair=pair, seed=w.seed)
