@@ -277,6 +277,8 @@ def test_comparable_descriptions_from_the_mirror(mirror, tmp_path):
 def test_task1_and_task2_readers_read_their_standins(standin, tmp_path):
     """The stand-in Multi30k files (mmt_repro.standins), fetched from a stand-in mirror with the
     stand-in manifest's line counts, through the readers the prepare rules call."""
+    from mmt_repro.corpora.multi30k import prepare_multi30k_comparable_image_list
+
     t1 = standin("multi30k_task1")
     m = t1["manifest"]
     assert m["multi30k_task1"].file("raw/train.cs.gz").lines == 40  # the stand-in counts replace the real ones
@@ -294,6 +296,16 @@ def test_task1_and_task2_readers_read_their_standins(standin, tmp_path):
     out = prepare_multi30k_comparable(t2["files"]["raw/val.4.de.gz"], 4, "de", tmp_path / "val.4.de", split="val",
                                       manifest=t2["manifest"])
     assert len(read_lines(out)) == 12
+    # as rule prepare_multi30k_comparable(_image_list) calls them: the run's extra manifests merged
+    # (the rehearsal's first fault: the stand-in's 40 training lines checked against the real 29,000)
+    extra = [str(t2["written"]["manifest"])]
+    out = prepare_multi30k_comparable(t2["files"]["raw/train.1.de.gz"], 1, "de", tmp_path / "c1.de", manifest_extra=extra)
+    assert len(read_lines(out)) == 40
+    names = prepare_multi30k_comparable_image_list(t2["files"]["image_splits/train_images.txt"], tmp_path / "c.txt",
+                                                   manifest_extra=extra)
+    assert len(read_lines(names)) == 40
+    with pytest.raises(DataError, match="expected 29000, got 40"):
+        prepare_multi30k_comparable(t2["files"]["raw/train.1.de.gz"], 1, "de", tmp_path / "c1b.de")
     # task 2's image lists are task 1's (as in the release: the same sha256 for train, val, test_2016)
     assert read_lines(t2["files"]["image_splits/train_images.txt"]) == read_lines(t1["files"]["image_splits/train.txt"])
     tok = standin("multi30k_task1_tok")["files"]

@@ -98,9 +98,11 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def comparable_sizes(manifest: Manifest | None = None, input_name: str = TASK2_INPUT) -> dict[str, int | None]:
-    """split -> lines of each comparable description file that the task 2 input declares."""
-    manifest = manifest if manifest is not None else load_manifest()
+def comparable_sizes(manifest: Manifest | None = None, input_name: str = TASK2_INPUT,
+                     manifest_extra=()) -> dict[str, int | None]:
+    """split -> lines of each comparable description file that the task 2 input declares
+    (without ``manifest``: config/manifest.yaml with the ``manifest_extra`` files merged on top)."""
+    manifest = manifest if manifest is not None else load_manifest(extra=manifest_extra)
     sizes: dict[str, int | None] = {}
     for name, f in manifest.input(input_name).files.items():
         if m := _COMPARABLE_RE.fullmatch(name):
@@ -222,8 +224,8 @@ def prepare_multi30k_image_list(src: str | Path, split: str, out: str | Path, ma
     return _prepare(src, out, _expected(rel, split, None), f"Multi30k split {split!r}")
 
 
-def _comparable_size(split: str, manifest: Manifest | None) -> int | None:
-    sizes = comparable_sizes(manifest)
+def _comparable_size(split: str, manifest: Manifest | None, manifest_extra=()) -> int | None:
+    sizes = comparable_sizes(manifest, manifest_extra=manifest_extra)
     if split not in sizes:
         raise DataError(None, f"unknown Multi30k task 2 split {split!r}; valid splits: {_listing(sorted(sizes))}",
                         "use one of the valid split names in the config")
@@ -231,19 +233,20 @@ def _comparable_size(split: str, manifest: Manifest | None) -> int | None:
 
 
 def prepare_multi30k_comparable(src: str | Path, k: int, lang: str, out: str | Path, split: str = "train",
-                                manifest: Manifest | None = None) -> Path:
+                                manifest: Manifest | None = None, manifest_extra=()) -> Path:
     """The ``k``-th (1-5) comparable description of every task 2 ``split`` image in ``lang``
-    (en or de); line i describes image i of ``task2/image_splits/{split}_images.txt``."""
-    expected = _comparable_size(split, manifest)
+    (en or de); line i describes image i of ``task2/image_splits/{split}_images.txt``; checked
+    against the line count of the run's manifest (``manifest_extra`` merged, as for task 1)."""
+    expected = _comparable_size(split, manifest, manifest_extra)
     if lang not in ("en", "de") or not 1 <= int(k) <= COMPARABLE_PER_IMAGE:
         raise DataError(None, f"Multi30k task 2 has en/de descriptions 1-5, not {lang!r} {k!r}", "use lang en or de, k 1-5")
     return _prepare(src, out, expected, f"Multi30k task 2 split {split!r}")
 
 
 def prepare_multi30k_comparable_image_list(src: str | Path, out: str | Path, split: str = "train",
-                                           manifest: Manifest | None = None) -> Path:
+                                           manifest: Manifest | None = None, manifest_extra=()) -> Path:
     """The image names of Multi30k task 2 ``split`` (``task2/image_splits/{split}_images.txt``)."""
-    return _prepare(src, out, _comparable_size(split, manifest), f"Multi30k task 2 split {split!r}")
+    return _prepare(src, out, _comparable_size(split, manifest, manifest_extra), f"Multi30k task 2 split {split!r}")
 
 
 def check_parallel(paths: list[Path], expected: int | None = None, allow_empty_lines: bool = False) -> int:
