@@ -373,6 +373,24 @@ def test_pysimt_resnet50_release_and_vatex_i3d_import_from_their_unpacked_folder
     assert len(test_names) == 3 and not test_names & {p.name for p in (i3d["resources"] / "trainval").glob("*.npy")}
 
 
+def test_lium_pool5_release_imports_every_split_by_its_lium_name(standin, tmp_path):
+    """LIUM's WMT17 pool5 tarball (``resnet50-imagenet-pool5/flickr30k_ResNet50_pool5_<split>.npy``,
+    LIUM's split names) through the importer of ``lium-pool5`` (config/published_features.yaml)."""
+    lium, t1 = standin("multi30k_features_pool5_lium"), standin("multi30k_task1")
+    folder = lium["resources"] / "pool5"
+    assert sorted(p.name for p in (folder / "resnet50-imagenet-pool5").glob("*.npy")) == [
+        f"flickr30k_ResNet50_pool5_{s}.npy" for s in ("test2016", "test2017", "testcoco", "train", "val")]
+    for split in ("val", "test_2016_flickr", "test_2017_mscoco"):
+        image_list = tmp_path / f"{split}.txt"
+        image_list.write_bytes(t1["files"][f"image_splits/{split}.txt"].read_bytes())
+        info = import_pretrained("resnet50", folder, image_list, *_out(tmp_path, split), layer="pool5")
+        assert info["shape"] == (len(image_list.read_text(encoding="utf-8").splitlines()), 1, 2048)
+        lium_name = {"val": "val", "test_2016_flickr": "test2016", "test_2017_mscoco": "testcoco"}[split]
+        assert info["source"].endswith(f"resnet50-imagenet-pool5/flickr30k_ResNet50_pool5_{lium_name}.npy")
+        raw = np.load(folder / "resnet50-imagenet-pool5" / f"flickr30k_ResNet50_pool5_{lium_name}.npy")
+        np.testing.assert_allclose(np.load(tmp_path / f"{split}.npy")[:, 0].astype(np.float32), raw, rtol=1e-3)
+
+
 def test_the_standin_i3d_arrays_have_the_released_leading_axis(standin):
     i3d = standin("vatex_i3d")["resources"] / "trainval"
     shapes = {np.load(p).shape[::2] for p in i3d.glob("*.npy")}

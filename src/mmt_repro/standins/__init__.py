@@ -32,6 +32,10 @@ CHECKED_AGAINST: dict[str, str] = {
                                   "resnet50-256x256/<split>-resnet50-res5c_relu-r256-c256-l2norm.npy and its "
                                   "NumpyDataset reads (N, 2048, H, W), 8 x 8 in the release (2 x 2 unless real "
                                   "shapes); only that folder of the release is written",
+    "multi30k_features_pool5_lium": "reader: lium-lst/wmt17-mmt's README (unpack under data/images) and configs "
+                                    "(resnet50-imagenet-pool5/flickr30k_ResNet50_pool5_<split>.npy for train, val, "
+                                    "test2017; (n, 2048)); test2016 and testcoco named as the importer's aliases "
+                                    "(the README lists them in the tarball without names)",
     "multi30k_features_butd": "reader: ImperialNLP/pysimt pysimt/datasets/objdet.py (ObjectDetectionsDataset: order, "
                               "features, objects_id, attrs_id, boxes_and_areas) and data/multi30k/prepare.sh "
                               "(top folder multi30k_butd_features/, <split>_obj36.npz, valid_obj36.npz for val)",
@@ -75,7 +79,4 @@ CHECKED_AGAINST: dict[str, str] = {
     "vatex_videos": "spec: VATEX clip ids <YouTube id>_<start>_<end> (10 s); MP4 H.264",
 }
 #: inputs the generator does not write, and why.
-NOT_WRITTEN: dict[str, str] = {
-    "multi30k_features_pool5_lium": "no job reads it (the manifest declares no member layout) and its layout "
-                                    "could not be checked against a copy or a reader",
-}
+NOT_WRITTEN: dict[str, str] = {}

@@ -109,6 +109,26 @@ def write_multi30k_features_resnet50(w: World, folder: Path) -> dict:
     return {}
 
 
+#: LIUM's WMT17 pool5 file stem of each Multi30k split: train, val and test2017 as the
+#: lium-lst/wmt17-mmt configs name them; test2016 and testcoco (in the tarball by its README, their
+#: names not given) as mmt_repro.features.release_files.SPLIT_ALIASES spells them.
+LIUM_SPLITS = {"train": "train", "val": "val", "test_2016_flickr": "test2016", "test_2017_flickr": "test2017",
+               "test_2017_mscoco": "testcoco"}
+
+
+def write_multi30k_features_pool5_lium(w: World, folder: Path) -> dict:
+    """``wmt17-mmt-resnet50-imagenet-pool5.tar.bz2``: ``resnet50-imagenet-pool5/flickr30k_ResNet50_pool5_<split>.npy``,
+    one (N, 2048) float32 array per split (post-ReLU averages: non-negative), rows in the split's
+    image-list order."""
+    members = {}
+    for split, names in w.m30k_images.items():
+        x = np.abs(w.rng.standard_normal((len(names), 2048))).astype(np.float32)
+        members[f"resnet50-imagenet-pool5/flickr30k_ResNet50_pool5_{LIUM_SPLITS[split]}.npy"] = npy_bytes(x)
+    write_tar(folder / "wmt17-mmt-resnet50-imagenet-pool5.tar.bz2", members, mode="w:bz2",
+              folders=["resnet50-imagenet-pool5/"])
+    return {}
+
+
 def write_multi30k_features_butd(w: World, folder: Path) -> dict:
     """``multi30k_butd_features.tar.bz2``: ``multi30k_butd_features/<split>_obj36.npz`` per split
     (``valid_obj36.npz`` for val)
