@@ -106,13 +106,13 @@ def test_every_paper_shuffles_a_test_set_with_the_same_derangement(full, smoke):
     # a paper whose own seed differs is refused: the probes compare papers on one permutation
     config = deep_update(load_yaml(REPO / "config" / "config.yaml"),
                          {"papers": {"deepfuse": {"overrides": {"scoring": {"shuffle_seed": 7}}}}})
-    plan = Plan(config, REPO)
-    with pytest.raises(ConfigError, match="one derangement"):
-        plan.translate_jobs.job(W(paper="deepfuse", system="deepfuse", dataset="vatex", split="val", pair="en-zh",
-                                  seed="1", condition="shuffled"))
-    moved = Plan(deep_update(config, {"shuffle_seed": 7}), REPO)
-    assert moved.translate_jobs.job(W(paper="deepfuse", system="deepfuse", dataset="vatex", split="val",
-                                      pair="en-zh", seed="1", condition="shuffled")).shuffle_seed == 7
+    with pytest.raises(ConfigError, match="deepfuse: scoring.shuffle_seed is 7.*one derangement for every system"):
+        Plan(config, REPO)
+    # another seed: the config's, and every paper's with it
+    moved = deep_update(config, {"shuffle_seed": 7, "papers": {p: {"overrides": {"scoring": {"shuffle_seed": 7}}}
+                                                                for p in PAPERS}})
+    assert Plan(moved, REPO).translate_jobs.job(W(paper="deepfuse", system="deepfuse", dataset="vatex", split="val",
+                                                  pair="en-zh", seed="1", condition="shuffled")).shuffle_seed == 7
 
 
 def test_a_blank_mean_decode_reads_the_training_store_of_its_feature_set(smoke):

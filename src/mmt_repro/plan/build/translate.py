@@ -26,6 +26,8 @@ class TranslateJobs(JobBuilder):
     def __init__(self, look: Lookup, attention: bool = False):
         super().__init__(look)
         self.attention = attention
+        for paper in sorted({p for p, _, t in look.enabled if t.get("shuffled_images") or t.get("probe")}):
+            self.shuffle_seed(paper)  # a paper at odds with the one seed stops planning at once
 
     def files(self, wildcards) -> dict:
         """Checkpoint, source text in the model's form, vocabularies and features of a run; a
@@ -68,9 +70,10 @@ class TranslateJobs(JobBuilder):
         seed = int(self.look.config.get("shuffle_seed", SHUFFLE_SEED))
         own = self.look.settings[paper].scoring.shuffle_seed
         if own != seed:
-            raise ConfigError(f"{paper}: scoring.shuffle_seed {own} in {self.look.settings[paper].path}, but every "
-                              f"paper's shuffled images use the config's shuffle_seed {seed} (one derangement for "
-                              "every system): drop the paper's key or make the two equal")
+            raise ConfigError(f"{paper}: scoring.shuffle_seed is {own} ({self.look.settings[paper].path} and its "
+                              f"overrides), but every paper's shuffled images use the config's shuffle_seed {seed}, "
+                              f"one derangement for every system: set papers.{paper}.overrides.scoring.shuffle_seed "
+                              f"to {seed}, or the config's shuffle_seed to {own} (then every paper's)")
         return seed
 
     def build(self, w) -> TranslateJob:
