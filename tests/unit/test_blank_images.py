@@ -130,6 +130,10 @@ def test_the_decoders_batches_carry_the_blank_images(tmp_path):
     batch = data.collate([0, 3])
     assert tuple(batch["img"].shape) == (2, 3, 2) and batch["img_mask"].tolist() == [[True, True, False]] * 2
     assert tuple(batch["img_geometry"].shape) == (2, 3, 6)
+    # one image for every sentence: features, mask and boxes (the images' own differ)
+    assert (batch["img"][0] == batch["img"][1]).all() and (batch["img_geometry"][0] == batch["img_geometry"][1]).all()
+    own = ParallelData(None, None, features=store).collate([0, 3])
+    assert not (own["img_geometry"][0] == own["img_geometry"][1]).all() and not (own["img"][0] == own["img"][1]).all()
     data = ParallelData(None, None, features=blank_images(store, "zero"), shuffle_images_seed=1234)
     assert data.image_rows.tolist() == derangement(4, 1234).tolist()
     batch = data.collate([0, 1, 2, 3])
@@ -177,3 +181,74 @@ def test_translate_with_blank_images_loses_what_only_the_image_says(toy_corpus, 
     majority = max(refs.count("red"), refs.count("blue"))
     assert colours[None] >= 14, colours  # 16 sentences: the congruent image gives the colour
     assert colours["zero"] <= majority and colours["mean"] <= majority, (colours, majority)
+
+
+class _Memory:
+    """An in-memory store of ``n`` images (regions with boxes when ``boxes``): real slots differ
+    from image to image in number, features and boxes."""
+
+    def __init__(self, n=4, k=3, d=6, boxes=True, seed=0):
+        rng = np.random.default_rng(seed)
+        self.lengths = np.array([1, 3, 2, 3][:n])
+        self.arr = rng.normal(size=(n, k, d)).astype(np.float32)
+        corner = rng.uniform(0, 0.5, size=(n, k, 2)).astype(np.float32)
+        self.geo = np.concatenate([corner, corner + 0.25, np.full((n, k, 2), 0.25, np.float32)], -1)
+        for r, m in enumerate(self.lengths):
+            self.arr[r, m:], self.geo[r, m:] = 0.0, 0.0
+        self.shape = self.arr.shape
+        if boxes:
+            self.geometry = lambda row: self.geo[row]
+
+    def __len__(self):
+        return len(self.arr)
+
+    def batch(self, rows):
+        return self.arr[rows], np.arange(self.arr.shape[1])[None] < self.lengths[rows][:, None]
+
+
+def _wordpiece(tmp_path):
+    from mmt_repro.text.vocab import Vocab
+    from mmt_repro.text.wordpiece import LEARNED_SPECIALS
+
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join([*LEARNED_SPECIALS, *(f"w{i}" for i in range(12))]) + "\n", encoding="utf-8")
+    return Vocab.from_wordpiece(path)
+
+
+@pytest.mark.parametrize("key, config, boxes", [
+    ("doubly_attentive.nmt_src_img", dict(emb_dim=8, enc_dim=8, dec_dim=8, att_dim=8, img_dim=6, img_att_dim=8), False),
+    ("visual_agreement.seq2seq", dict(emb_dim=8, hidden=8, att_dim=8, dropout=0.0, img_dim=6, subspaces=2), True),
+    ("visual_agreement.transformer", dict(d_model=8, n_heads=2, d_ff=16, enc_layers=1, dec_layers=2, dropout=0.0,
+                                          attention_dropout=0.0, img_dim=6, subspaces=2), True),
+    ("deepfuse.deepfuse", dict(d_model=16, n_heads=2, d_ff=20, enc_layers=2, dec_layers=2, dropout=0.0,
+                               attention_dropout=0.0, img_dim=6), False),
+    ("bertgen.bertgen", dict(hidden_size=16, num_layers=1, num_heads=2, ffn_size=32, img_dim=6, coord_freqs=4,
+                             init="random", full_image="mean", max_regions=4, dropout=0.0, attention_dropout=0.0),
+     True),
+])
+def test_every_models_decoding_sees_one_image_under_blank_mean(tmp_path, key, config, boxes):
+    """Every layout through the model that reads it (untrained, tiny): four copies of one
+    sentence, each with its own image (own regions, boxes, segment count), decode under both
+    blank conditions, and under blank_mean alike (the batches carry one image: the test above)."""
+    import torch
+
+    from mmt_repro.decode.loop import decode_data
+    from mmt_repro.models import Vocabs, build_model
+    from mmt_repro.settings import DecodeSettings
+    from mmt_repro.text.vocab import Vocab
+
+    src = tmp_path / "src.txt"
+    src.write_text("w1 w2 w3\n" * 4, encoding="utf-8")
+    vocab = _wordpiece(tmp_path) if key.startswith("bertgen") else Vocab.build([src])
+    torch.manual_seed(0)
+    model = build_model(key, config, Vocabs.of(vocab, vocab)).eval()
+    store = _Memory(boxes=boxes)
+    settings = DecodeSettings(beam_size=1, max_len=6, max_len_a=0)
+    langs = ("en", "de") if key.startswith("bertgen") else None
+    hyps = {}
+    for mode in (None, "zero", "mean"):
+        feats = store if mode is None else blank_images(store, mode, store)
+        data = ParallelData(src, vocab, features=feats, langs=langs)
+        hyps[mode] = decode_data(model, data, settings, torch.device("cpu")).hyps
+        assert len(hyps[mode]) == 4
+    assert all(h == hyps["mean"][0] for h in hyps["mean"]), hyps
