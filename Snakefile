@@ -16,7 +16,8 @@
 #   attention/..., analyses/{paper}/{system}/{dataset}.{split}.{pair}.seed{seed}.{analysis}.json
 #   tables/{paper}/{table}.tsv and tables/all.tsv (+ all.parquet)
 # condition: congruent (each sentence with its image) | shuffled (images deranged) | no_image
-#   (a model whose images are optional, run on the text alone).
+#   (a model whose images are optional, run on the text alone) | blank_zero | blank_mean (the
+#   image-use probes' blank images: tables/{paper}/{table}.probe.tsv, docs/probes.md).
 #   text/{dataset}/{split}.{k}.{chain}.{lang}: caption k of each image (captioning sets);
 #   figures/{paper}/{table}.curves.png: learning curves (tables of kind curves).
 # The templates are defined once, in PATHS of workflow/rules/common.smk.

@@ -79,6 +79,7 @@ def test_every_job_kind_round_trips_through_its_dict(full):
         full.table_jobs.job(W(paper="visual_agreement", table="table1_de_en")),
         full.significance_jobs.job(W(paper="doubly_attentive", table="table1")),
         full.protocol_jobs.job(W(paper="bertgen", table="table2_f30k_en")),
+        full.probe_jobs.job(W(paper="deepfuse", table="image_use")),
         full.curves_jobs.job(W(paper="bertgen", table="figure4_en_de")),
         full.alignment_jobs.model_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de")),
         full.alignment_jobs.job(W(paper="visual_agreement", dataset="multi30k", pair="en-de", split="train")),
@@ -292,7 +293,7 @@ def test_every_translation_table_gets_exactly_one_protocol_grid(full, smoke):
     grids = [g for g in full.targets.default_targets() if g.endswith(".protocols.tsv")]
     assert grids == full.targets.all_protocol_grids()
     assert sorted(grids) == sorted(f"results/tables/{p}/{t}.protocols.tsv" for p, t in translation)
-    assert len(set(grids)) == len(grids) == 39
+    assert len(set(grids)) == len(grids) == 45  # the 39 of the papers' tables, 6 image-use probe tables
     for p, t in translation:
         job = full.protocol_jobs.job(W(paper=p, table=t))
         runs = full.table_runs(p, t)
@@ -410,7 +411,7 @@ def test_a_calixto_vocabulary_learnt_without_wmt15_is_declared_beside_its_rows()
     full = _overlay_plan({})
     assert full.table_jobs.job(W(paper="doubly_attentive", table="table1")).differences == {}
     offline = _overlay_plan({"papers": {"doubly_attentive": {"tables": {"table1": {
-        "systems": ["nmt", "nmt_src_img"]}}}}})
+        "systems": ["nmt", "nmt_src_img"]}, "image_use": {"enabled": False}}}}})  # the probe plans Table 1's systems
     differences = offline.table_jobs.job(W(paper="doubly_attentive", table="table1")).differences
     assert set(differences) == {"nmt", "nmt_src_img"}
     assert differences["nmt"] == ("vocabulary: BPE codes and vocabulary learnt on train only; the paper's cover "

@@ -163,7 +163,9 @@ def test_files_already_in_the_working_directory_are_not_needed_again(base, tmp_p
         (work / "results" / "data" / "multi30k" / "image_splits" / f"{split}.txt").write_text("1.jpg\n")
     overlay = {"inputs": {"mirror": str(tmp_path / "none")}, "datasets": {"multi30k": {"images": str(REPO)}},
                "papers": {"doubly_attentive": {"tables": {"table1": {"systems": ["nmt", "nmt_src_img"],
-                                                                     "baseline": "nmt"}}}}}
+                                                                     "baseline": "nmt"},
+                                                          # its probe plans Table 1's WMT'15 systems too
+                                                          "image_use": {"enabled": False}}}}}
     result = check(base, overlay, [TABLE1], workdir=work)
     assert result.problems == [], result.problems
 

@@ -40,6 +40,21 @@ def test_smoke_deepfuse_reads_the_video(smoke_run):
 
 
 @pytest.mark.e2e
+def test_smoke_probe_says_deepfuse_uses_the_video(smoke_run):
+    """The image-use probe of the grounded video check (docs/probes.md): DeepFuse beats the text
+    Transformer by MARGIN, and shuffled videos and the average video (blank_mean) each take at
+    least half of the gain away."""
+    from mmt_repro.tables.probe import read_probe
+
+    (row,) = read_probe(smoke_run / "results" / "tables" / "deepfuse" / "table1.probe.tsv")
+    assert (row["system"], row["counterpart"]) == ("deepfuse", "transformer")
+    gain = float(row["gain"])
+    assert gain >= MARGIN, row
+    assert float(row["use_shuffled"]) >= gain / 2 and float(row["use_blank_mean"]) >= gain / 2, row
+    assert row["verdict"] in ("uses the image", "partly"), row
+
+
+@pytest.mark.e2e
 def test_smoke_frames_shuffled_in_time_lose_the_direction_words(smoke_run):
     t = _table(smoke_run, "temporal")
     acc = {(r.system, r.test_set): float(r.ours) for r in t.itertuples()}

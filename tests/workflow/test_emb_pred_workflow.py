@@ -132,3 +132,17 @@ def test_smoke_latent_space_retrieves_images_and_shuffling_removes_it(smoke_run)
     # trained on shuffled images, the latent space ranks the right image no better than chance
     assert value[("imag_shuffled", "r10")] < 2 * 10 * chance
     assert value[("imag_shuffled", "median_rank")] > 0.4 * 300
+
+
+@pytest.mark.e2e
+def test_smoke_probe_finds_no_test_time_image_use(smoke_run):
+    """Hirasawa et al.'s images train the shared encoder only: decoding never reads them, so the
+    image-use probe (docs/probes.md) finds shuffled images changing nothing, whatever Ours gains
+    over Ours - Images (the smoke decodes no blank images for it)."""
+    from mmt_repro.tables.probe import read_probe
+
+    (row,) = read_probe(smoke_run / "results" / "tables" / "emb_pred" / "table3.probe.tsv")
+    assert (row["system"], row["counterpart"]) == ("ours", "ours_text")
+    assert row["congruent"] == row["shuffled"] and row["blank_mean"] == row["blank_zero"] == "", row
+    assert row["use_shuffled"] == "0.00", row
+    assert row["verdict"] in ("gain not from the image", "no gain"), row

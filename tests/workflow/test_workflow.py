@@ -199,6 +199,30 @@ def test_smoke_image_model_beats_text_only_and_shuffling_removes_the_gain(smoke_
 
 
 @pytest.mark.e2e
+def test_smoke_probe_separates_the_image_model_from_the_text_only_one(smoke_run):
+    """The grounded check's image-use probe (docs/probes.md): NMT_SRC+IMG beats NMT by MARGIN BLEU,
+    and shuffled images and the training split's average image (blank_mean) each take most of the
+    gain away; its congruent and shuffled figures are the table's."""
+    row = _probe(smoke_run, "doubly_attentive", "grounded")["nmt_src_img"]
+    assert row["counterpart"] == "nmt" and row["blank_zero"] == ""  # the smoke decodes blank_mean only
+    gain = float(row["gain"])
+    assert gain >= MARGIN, row
+    assert float(row["use_shuffled"]) >= gain / 2 and float(row["use_blank_mean"]) >= gain / 2, row
+    assert row["verdict"] in ("uses the image", "partly"), row
+    table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
+    grounded = table[(table.table == "grounded") & (table.metric == "bleu") & (table.system == "nmt_src_img")]
+    assert {r.condition: f"{float(r.ours):.2f}" for r in grounded.itertuples()} == \
+        {"congruent": row["congruent"], "shuffled": row["shuffled"]}
+
+
+def _probe(smoke_run, paper, table):
+    """The rows of a table's image-use probe (results/tables/<paper>/<table>.probe.tsv), by system."""
+    from mmt_repro.tables.probe import read_probe
+
+    return {r["system"]: r for r in read_probe(smoke_run / "results" / "tables" / paper / f"{table}.probe.tsv")}
+
+
+@pytest.mark.e2e
 def test_smoke_outputs_have_logs_benchmarks_and_curves(smoke_run, wf):
     results = smoke_run / "results"
     assert any((results / "logs" / "train_model").rglob("*.log"))

@@ -46,6 +46,29 @@ rule protocol_grid:
         "../scripts/run_job.py"
 
 
+# A table's image-use probe (its `probe` block): each multimodal system beside its text-only
+# counterpart under congruent, shuffled and blank images (mmt_repro.tables.probe; docs/probes.md).
+rule make_probe_table:
+    input:
+        unpack(PLAN.probe_jobs.inputs),
+    output:
+        PATHS["probe"],
+    log:
+        "results/logs/make_probe_table/{paper}/{table}.log",
+    benchmark:
+        "results/benchmarks/make_probe_table/{paper}/{table}.tsv"
+    localrule: True
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        job=PLAN.probe_jobs.params,
+        code=code("probe", "run_job.py"),
+    script:
+        "../scripts/run_job.py"
+
+
 rule make_table:
     input:
         unpack(PLAN.table_jobs.inputs),

@@ -1,6 +1,7 @@
 """Translate a file with a trained checkpoint (greedy or beam), optionally with the images
-shuffled across sentences (the incongruent-image condition of adversarial evaluation); dump
-attention weights and gates for figures."""
+shuffled across sentences (the incongruent-image condition of adversarial evaluation) or blank
+(every feature zero, or the training split's average image: :mod:`mmt_repro.datasets.blank`);
+dump attention weights and gates for figures."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import torch
 
 from ..checkpoint import check_vocab, load_model
 from ..datasets.batching import ParallelData, check_feature_dim
+from ..datasets.blank import blank_images
 from ..device import pick_device
 from ..features.store import open_features
 from ..io import DataError, atomic_path, atomic_write, write_lines
@@ -66,6 +68,9 @@ def translate(
     stats_out: Path | None = None,
     direction: str = "forward",
     pair: str | None = None,
+    blank: str | None = None,
+    mean_npy: Path | None = None,
+    mean_index: Path | None = None,
 ) -> dict:
     """Write one translation per source line (or per image, without source text) to ``out``, in
     the scoring form: ``subword`` segmentation (the paper recipe's, of the target language)
@@ -75,10 +80,16 @@ def translate(
     the target-to-source model of a bidirectional checkpoint (see :func:`load_for_decoding`).
     ``pair``: the language pair (``src-tgt``; ``im-tgt`` captions images, ``src`` None), which
     batches carry for multilingual models. Without ``features_npy`` a model whose images are
-    optional (``visual_optional``) translates the text alone (BertGen's MT task)."""
+    optional (``visual_optional``) translates the text alone (BertGen's MT task). ``blank``:
+    every image blank (``zero``: features zero, masks and boxes kept; ``mean``: the average image
+    of the training split's store ``mean_npy``/``mean_index``; :mod:`mmt_repro.datasets.blank`)."""
     settings = DecodeSettings(**(decode or {}))
     model, _, sv, tv, feats, dev = load_for_decoding(checkpoint, src_vocab, tgt_vocab, features_npy, features_index,
                                                      device, direction)
+    if blank is not None:
+        if feats is None:
+            raise DataError(checkpoint, f"blank images ({blank}) need the split's feature store", "pass features_npy")
+        feats = blank_images(feats, blank, open_features(mean_npy, mean_index) if blank == "mean" else None)
     langs = pair_langs(pair) if pair else None
     data = ParallelData(src, sv, features=feats, shuffle_images_seed=shuffle_images_seed, langs=langs)
     started = time.monotonic()
@@ -103,6 +114,8 @@ def translate(
     }
     if direction != "forward":
         info["direction"] = direction
+    if blank is not None:
+        info["blank_images"] = blank
     log.info("translated %s -> %s: %s", src, out, info)
     if stats_out is not None:
         with atomic_write(stats_out) as fh:

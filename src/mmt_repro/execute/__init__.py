@@ -1,6 +1,6 @@
 """Execution of the plan's run-level jobs (train_model, translate, dump_attention, score,
-analyse, make_table, test_significance, protocol_grid, make_curves, learn_alignment, align,
-assemble_backtranslation): each module takes one job object (mmt_repro.plan.jobs), calls the one
+analyse, make_table, test_significance, protocol_grid, make_probe_table, make_curves,
+learn_alignment, align, assemble_backtranslation): each module takes one job object (mmt_repro.plan.jobs), calls the one
 package function that does the work, and writes the job record beside the output
 (:mod:`.record`): the resolved job, the package version and code hash, the git commit when there
 is one, and the hash of the resolved settings. So every number in ``results/tables/all.tsv``
@@ -24,6 +24,7 @@ RUNNERS = {
     "table": ("table", "run"),
     "significance": ("significance", "run"),
     "protocols": ("protocols", "run"),
+    "probe": ("probe", "run"),
     "curves": ("curves", "run"),
     "alignment_model": ("alignment", "learn"),
     "align": ("alignment", "align"),

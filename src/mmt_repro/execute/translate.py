@@ -6,6 +6,11 @@ from ..plan.jobs import TranslateJob
 from .record import add_provenance
 
 
+def blank_mode(condition: str) -> str | None:
+    """The blank-image mode of a condition (``blank_zero`` -> ``zero``), or None."""
+    return condition.removeprefix("blank_") if condition.startswith("blank_") else None
+
+
 def run(job: TranslateJob) -> None:
     """Decode one test split; the decode stats carry the job record."""
     from ..decode.translate import translate as decode_split
@@ -16,6 +21,7 @@ def run(job: TranslateJob) -> None:
         src_vocab=inp.get("src_vocab"), tgt_vocab=inp["tgt_vocab"], features_npy=inp.get("features_npy"),
         features_index=inp.get("features_index"), decode=dict(job.decode), subword=job.subword,
         shuffle_images_seed=job.shuffle_seed, direction=job.direction, device=job.device, pair=job.pair,
+        blank=blank_mode(job.condition), mean_npy=inp.get("mean_npy"), mean_index=inp.get("mean_index"),
     )
     add_provenance(job.stats, job)
 

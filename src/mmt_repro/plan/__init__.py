@@ -33,7 +33,7 @@ _EXPORTS = {
     "PATHS": "paths", "WILDCARDS": "paths", "path": "paths", "reversed_pair": "paths",
     "Lookup": "lookup", "is_captioning": "lookup", "pattern": "lookup",
     **{name: "jobs" for name in ("Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob",
-                                 "SignificanceJob", "ProtocolGridJob", "CurvesJob", "AlignmentModelJob", "AlignJob",
+                                 "SignificanceJob", "ProtocolGridJob", "ProbeJob", "CurvesJob", "AlignmentModelJob", "AlignJob",
                                  "BacktranslationJob", "job_from_dict")},
 }
 __all__ = list(_EXPORTS)

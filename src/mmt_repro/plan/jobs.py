@@ -185,6 +185,24 @@ class ProtocolGridJob(Job):
 
 
 @dataclass(frozen=True)
+class ProbeJob(Job):
+    """A table's image-use probe (mmt_repro.tables.probe): each multimodal system beside its
+    text-only counterpart under congruent, shuffled and blank images."""
+
+    kind: ClassVar[str] = "probe"
+    paper: str
+    table: str
+    pair: str
+    metric: str  # the probe's figure (bleu)
+    pairs: dict  # multimodal system -> its text-only counterpart (itself: its no_image runs)
+    conditions: list  # the probed systems' image conditions, in column order
+    scores: dict  # "system|test_set|condition|seed" -> score file
+    note: str
+    inputs: dict  # scores (list)
+    out: str
+
+
+@dataclass(frozen=True)
 class CurvesJob(Job):
     """Learning curves of a table's systems (tables of kind curves): a table and a figure."""
 
@@ -244,7 +262,8 @@ class BacktranslationJob(Job):
 
 
 JOB_KINDS = {cls.kind: cls for cls in (TrainJob, TranslateJob, ScoreJob, AnalyseJob, TableJob, SignificanceJob,
-                                       ProtocolGridJob, CurvesJob, AlignmentModelJob, AlignJob, BacktranslationJob)}
+                                       ProtocolGridJob, ProbeJob, CurvesJob, AlignmentModelJob, AlignJob,
+                                       BacktranslationJob)}
 
 
 def job_from_dict(data) -> Job:
@@ -256,5 +275,5 @@ def job_from_dict(data) -> Job:
 
 
 __all__ = ["Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob", "SignificanceJob",
-           "ProtocolGridJob", "CurvesJob", "AlignmentModelJob", "AlignJob", "BacktranslationJob", "JOB_KINDS",
+           "ProtocolGridJob", "ProbeJob", "CurvesJob", "AlignmentModelJob", "AlignJob", "BacktranslationJob", "JOB_KINDS",
            "job_from_dict"]

@@ -40,6 +40,7 @@ PATHS = {
     "table": "results/tables/{paper}/{table}.tsv",
     "protocols": "results/tables/{paper}/{table}.protocols.tsv",  # a translation table's protocol grid
     "protocols_legend": "results/tables/{paper}/{table}.protocols.json",
+    "probe": "results/tables/{paper}/{table}.probe.tsv",  # a table's image-use probe (docs/probes.md)
     "figure": "results/figures/{paper}/{table}.{figure}",
 }
 
@@ -58,7 +59,7 @@ WILDCARDS = {
     "table": "[^/.]+",  # no dot: results/tables/{paper}/{table}.protocols.tsv is not a table
     "system": "[a-z0-9_]+",
     "seed": "[0-9]+",
-    "condition": "congruent|shuffled|no_image",
+    "condition": "congruent|shuffled|no_image|blank_zero|blank_mean",
     "k": "[0-9]+",
     "task": "[a-z0-9_]+",
 }

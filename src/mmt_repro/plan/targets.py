@@ -73,16 +73,22 @@ class Targets:
         return [path("protocols", paper=p, table=t) for p, t, table in self.look.enabled
                 if table.get("kind", "translation") == "translation"]
 
+    def all_probes(self) -> list:
+        """The image-use probe of every enabled translation table with a ``probe`` block (rule
+        make_probe_table, docs/probes.md)."""
+        return [path("probe", paper=p, table=t) for p, t, table in self.look.enabled
+                if table.get("kind", "translation") == "translation" and table.get("probe")]
+
     def default_targets(self) -> list:
         """What ``rule all`` builds: the config's ``targets`` when it names some (an overlay config
         such as config/cpu_multi30k.yaml plans only its own tables), else every table, figure,
-        statistic and report of the enabled tables, and (``protocol_grids.all``, the default) the
-        protocol grid of each translation table."""
+        statistic and report of the enabled tables, the image-use probes, and
+        (``protocol_grids.all``, the default) the protocol grid of each translation table."""
         if self.look.config.get("targets"):
             return list(self.look.config["targets"])
         grids = (self.look.config.get("protocol_grids") or {}).get("all", True)
         return ["results/tables/all.tsv", path("stats"), *self.text.vocab_report_targets(),
-                *self.text.recipe_targets(), *self.all_figures(), *self.report_pages(),
+                *self.text.recipe_targets(), *self.all_figures(), *self.report_pages(), *self.all_probes(),
                 *(self.all_protocol_grids() if grids else [])]
 
     def report_pages(self) -> list:

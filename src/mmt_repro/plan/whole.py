@@ -17,6 +17,7 @@ from .build.analyse import AnalyseJobs
 from .build.backtranslation import BacktranslationJobs
 from .build.curves import CurvesJobs
 from .build.packed import PackedJobs
+from .build.probe import ProbeJobs
 from .build.protocols import ProtocolGridJobs
 from .build.score import ScoreJobs
 from .build.significance import SignificanceJobs
@@ -54,6 +55,7 @@ class Plan(Lookup):
         self.significance_jobs = SignificanceJobs(look)
         self.table_jobs = TableJobs(look, self.vectors, self.text)
         self.protocol_jobs = ProtocolGridJobs(look)  # protocol_grid: a translation table's protocol grid
+        self.probe_jobs = ProbeJobs(look)  # make_probe_table: a table's image-use probe
         self.curves_jobs = CurvesJobs(look)
         self.alignment_jobs = AlignmentJobs(look)
         self.backtranslation_jobs = BacktranslationJobs(look)

@@ -137,7 +137,7 @@ STAGES: dict[str, Stage] = {
     "translate": Stage(
         entries=_m("execute.translate"),
         decides=_m("execute.translate", "decode.translate", "decode.loop", "decode.search", "datasets.batching",
-                   "datasets.feature_reads", "features.store", "text.vocab", "text.recipes", "text.bpe",
+                   "datasets.blank", "datasets.feature_reads", "features.store", "text.vocab", "text.recipes", "text.bpe",
                    "settings") + _MODEL_SHARED,
         not_deciding={
             f"{PACKAGE}.datasets.unroll": _UNROLL,
@@ -206,6 +206,8 @@ STAGES: dict[str, Stage] = {
         not_deciding={f"{PACKAGE}.metrics.cider": "lazily imported by metrics.mt for CIDEr; no protocol scores CIDEr"},
     ),
     "tables": Stage(entries=_m("execute.table", "tables.build"), decides=_m("execute.table", "tables.build")),
+    # a table's image-use probe (docs/probes.md)
+    "probe": Stage(entries=_m("execute.probe", "tables.probe"), decides=_m("execute.probe", "tables.probe")),
     "curves": Stage(entries=_m("execute.curves"), decides=_m("execute.curves", "tables.curves", "tables.build")),
     "report": Stage(
         entries=_m("tables.html", "metrics.figures", "metrics.attention_figure"),
@@ -217,7 +219,7 @@ STAGES: dict[str, Stage] = {
 JOB_STAGE = {
     "train": "train", "translate": "translate", "attention": "translate", "score": "score",
     "analyse": "analyse", "table": "tables", "significance": "significance", "protocols": "protocols",
-    "curves": "curves",
+    "probe": "probe", "curves": "curves",
     "alignment_model": "alignment", "align": "alignment", "backtranslation": "backtranslation",
 }
 
