@@ -41,6 +41,11 @@ PATHS = {
     "protocols": "results/tables/{paper}/{table}.protocols.tsv",  # a translation table's protocol grid
     "protocols_legend": "results/tables/{paper}/{table}.protocols.json",
     "figure": "results/figures/{paper}/{table}.{figure}",
+    # the source-degradation probe (plan/probe.py): a test split's word list, its source masked
+    # in a chain's form, and that text through a paper's BPE
+    "masked_words": "results/probe/{dataset}.{pair}/{split}.{words}.tsv",
+    "masked_text": "results/probe/{dataset}.{pair}/{split}.{chain}.{words}.{lang}",
+    "masked_bpe_text": "results/probe/{paper}/{dataset}.{pair}/{split}.{chain}.{words}.bpe.{lang}",
 }
 
 # The wildcards' patterns (Snakemake's wildcard_constraints); a chain is
@@ -58,7 +63,8 @@ WILDCARDS = {
     "table": "[^/.]+",  # no dot: results/tables/{paper}/{table}.protocols.tsv is not a table
     "system": "[a-z0-9_]+",
     "seed": "[0-9]+",
-    "condition": "congruent|shuffled|no_image",
+    "condition": "congruent|shuffled|no_image|masked|masked_shuffled",
+    "words": "colours",
     "k": "[0-9]+",
     "task": "[a-z0-9_]+",
 }
