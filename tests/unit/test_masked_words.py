@@ -179,6 +179,9 @@ def test_the_masked_conditions_are_planned_for_multimodal_systems_and_masked_onl
         text_only = [s for s in full.table(paper, table)["systems"] if not full.multimodal(paper, s)]
         assert text_only and all(
             {c for s2, _, _, c in probe_runs(full, paper, table) if s2 == s} == {"masked"} for s in text_only)
+    with pytest.raises(ValueError, match="has none"):  # captioning: no source to mask
+        probe_runs(Plan(deep_update(load_yaml(REPO / "config" / "config.yaml"), {"papers": {"bertgen": {"tables": {
+            "table2_f30k_fr": {"masked_words": "colours"}}}}}), REPO), "bertgen", "table2_f30k_fr")
     # the table reads the masked runs' scores
     scores = smoke.table_jobs.job(W(paper="doubly_attentive", table="grounded")).inputs["scores"]
     assert "results/scores/doubly_attentive/nmt_src_img/grounded.test.en-de.seed1.masked_shuffled.json" in scores

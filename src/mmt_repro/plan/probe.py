@@ -11,7 +11,7 @@ reads their scores (:meth:`mmt_repro.plan.build.table.TableJobs.scores`)."""
 
 from __future__ import annotations
 
-from .lookup import Lookup
+from .lookup import Lookup, is_captioning
 from .paths import path
 
 MASKED = ("masked", "masked_shuffled")
@@ -23,6 +23,8 @@ def probe_runs(look: Lookup, paper: str, table: str) -> list:
     t = look.table(paper, table)
     if not t.get("masked_words"):
         return []
+    if is_captioning(t["pair"]):
+        raise ValueError(f"papers.{paper}.tables.{table}: masked_words masks the source text; {t['pair']} has none")
     runs = []
     for system in t["systems"]:
         conditions = ["masked", "masked_shuffled"] if look.multimodal(paper, system) else ["masked"]
