@@ -1,6 +1,6 @@
 """The source-degradation probe (Caglayan et al., 2019): word lists, masking, colour accuracy,
 the gain rows, and the plan of the masked conditions (mmt_repro.metrics.masked_words,
-mmt_repro.corpora.masked_words, mmt_repro.plan.probe, mmt_repro.tables.probe)."""
+mmt_repro.corpora.masked_words, mmt_repro.plan.masking, mmt_repro.tables.masked)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from mmt_repro.metrics.masked_words import (
     word_list,
 )
 from mmt_repro.plan import Plan
-from mmt_repro.plan.probe import probe_runs
-from mmt_repro.tables.probe import gain_rows
+from mmt_repro.plan.masking import masked_runs
+from mmt_repro.tables.masked import gain_rows
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -166,21 +166,21 @@ def full():
 
 
 def test_the_masked_conditions_are_planned_for_multimodal_systems_and_masked_only_for_text_only(smoke, full):
-    assert probe_runs(smoke, "doubly_attentive", "grounded") == [
+    assert masked_runs(smoke, "doubly_attentive", "grounded") == [
         ("nmt", "test", 1, "masked"), ("nmt_src_img", "test", 1, "masked"), ("nmt_src_img", "test", 1, "masked_shuffled")]
     # one grounded table in the smoke run; the Multi30k tables of every Multi30k paper in the full one
-    assert [(p, t) for p, t, _ in smoke.enabled if probe_runs(smoke, p, t)] == [("doubly_attentive", "grounded")]
-    planned = {(p, t) for p, t, _ in full.enabled if probe_runs(full, p, t)}
+    assert [(p, t) for p, t, _ in smoke.enabled if masked_runs(smoke, p, t)] == [("doubly_attentive", "grounded")]
+    planned = {(p, t) for p, t, _ in full.enabled if masked_runs(full, p, t)}
     assert planned == {("doubly_attentive", "table1"), ("emb_pred", "table3"), ("visual_agreement", "table3_en_fr"),
                        ("bertgen", "table4_en_de")}
     for paper, table in planned:
-        for system, _, _, condition in probe_runs(full, paper, table):
+        for system, _, _, condition in masked_runs(full, paper, table):
             assert condition == "masked" or full.multimodal(paper, system)
         text_only = [s for s in full.table(paper, table)["systems"] if not full.multimodal(paper, s)]
         assert text_only and all(
-            {c for s2, _, _, c in probe_runs(full, paper, table) if s2 == s} == {"masked"} for s in text_only)
+            {c for s2, _, _, c in masked_runs(full, paper, table) if s2 == s} == {"masked"} for s in text_only)
     with pytest.raises(ValueError, match="has none"):  # captioning: no source to mask
-        probe_runs(Plan(deep_update(load_yaml(REPO / "config" / "config.yaml"), {"papers": {"bertgen": {"tables": {
+        masked_runs(Plan(deep_update(load_yaml(REPO / "config" / "config.yaml"), {"papers": {"bertgen": {"tables": {
             "table2_f30k_fr": {"masked_words": "colours"}}}}}), REPO), "bertgen", "table2_f30k_fr")
     # the table reads the masked runs' scores
     scores = smoke.table_jobs.job(W(paper="doubly_attentive", table="grounded")).inputs["scores"]
@@ -192,19 +192,19 @@ def test_a_masked_run_reads_the_masked_source_in_the_models_form(smoke, full):
     w = W(paper="doubly_attentive", system="nmt_src_img", dataset="grounded", pair="en-de", split="test", seed="1",
           condition="masked_shuffled")
     job = smoke.translate_jobs.job(w)
-    assert job.inputs["src"] == "results/probe/doubly_attentive/grounded.en-de/test.norm.tok.colours.bpe.en"
+    assert job.inputs["src"] == "results/masked/doubly_attentive/grounded.en-de/test.norm.tok.colours.bpe.en"
     assert job.shuffle_seed == smoke.settings["doubly_attentive"].scoring.shuffle_seed
     assert smoke.translate_jobs.job(W(**dict(vars(w), condition="masked"))).shuffle_seed is None
     score = smoke.score_jobs.job(w)
     assert score.scoring["metrics"] == ["bleu"] and score.scoring["masked_words"] == "colours"
-    assert score.inputs["masked_words"] == "results/probe/grounded.en-de/test.colours.tsv"
+    assert score.inputs["masked_words"] == "results/masked/grounded.en-de/test.colours.tsv"
     assert score.inputs["masked_src"] == "results/text/grounded/test.norm.tok.en"
-    assert smoke.probe.lexicon(W(dataset="grounded")) == "grounded"
-    assert full.probe.lexicon(W(dataset="multi30k")) == "basic_colour_terms"
+    assert smoke.masking.lexicon(W(dataset="grounded")) == "grounded"
+    assert full.masking.lexicon(W(dataset="multi30k")) == "basic_colour_terms"
     with pytest.raises(ValueError, match="reads no images"):
         smoke.translate_jobs.job(W(**dict(vars(w), system="nmt")))
     # word-level and WordPiece recipes read the masked chain text itself
     bertgen = full.translate_jobs.job(W(paper="bertgen", system="bertgen", dataset="multi30k", pair="en-de",
                                         split="test_2016_flickr", seed="1", condition="masked"))
-    assert bertgen.inputs["src"] == "results/probe/multi30k.en-de/test_2016_flickr.lc.wp.colours.en"
-    assert full.probe.wordpiece(W(chain="lc.wp")) and not full.probe.wordpiece(W(chain="norm.tok"))
+    assert bertgen.inputs["src"] == "results/masked/multi30k.en-de/test_2016_flickr.lc.wp.colours.en"
+    assert full.masking.wordpiece(W(chain="lc.wp")) and not full.masking.wordpiece(W(chain="norm.tok"))

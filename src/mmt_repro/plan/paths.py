@@ -41,11 +41,11 @@ PATHS = {
     "protocols": "results/tables/{paper}/{table}.protocols.tsv",  # a translation table's protocol grid
     "protocols_legend": "results/tables/{paper}/{table}.protocols.json",
     "figure": "results/figures/{paper}/{table}.{figure}",
-    # the source-degradation probe (plan/probe.py): a test split's word list, its source masked
+    # the source-degradation probe (plan/masking.py): a test split's word list, its source masked
     # in a chain's form, and that text through a paper's BPE
-    "masked_words": "results/probe/{dataset}.{pair}/{split}.{words}.tsv",
-    "masked_text": "results/probe/{dataset}.{pair}/{split}.{chain}.{words}.{lang}",
-    "masked_bpe_text": "results/probe/{paper}/{dataset}.{pair}/{split}.{chain}.{words}.bpe.{lang}",
+    "masked_words": "results/masked/{dataset}.{pair}/{split}.{words}.tsv",
+    "masked_text": "results/masked/{dataset}.{pair}/{split}.{chain}.{words}.{lang}",
+    "masked_bpe_text": "results/masked/{paper}/{dataset}.{pair}/{split}.{chain}.{words}.bpe.{lang}",
 }
 
 # The wildcards' patterns (Snakemake's wildcard_constraints); a chain is

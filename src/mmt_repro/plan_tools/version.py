@@ -172,9 +172,9 @@ STAGES: dict[str, Stage] = {
                    "metrics.masked_words", "text.recipes", "text.wordpiece", "text.bpe", "text.moses",
                    "text.zh_segment"),
     ),
-    # the source-degradation probe's word lists and masked sources (probe.smk; its scores are the
+    # the source-degradation probe's word lists and masked sources (masking.smk; its scores are the
     # score stage's)
-    "probe": Stage(
+    "masking": Stage(
         entries=_m("corpora.masked_words", "metrics.masked_words"),
         decides=_m("corpora.masked_words", "metrics.masked_words", "grounded.captions"),
         not_deciding={f"{PACKAGE}.text.wordpiece": "merges WordPiece references for the score stage's colour "
@@ -215,12 +215,12 @@ STAGES: dict[str, Stage] = {
         not_deciding={f"{PACKAGE}.metrics.cider": "lazily imported by metrics.mt for CIDEr; no protocol scores CIDEr"},
     ),
     "tables": Stage(entries=_m("execute.table", "tables.build"),
-                    decides=_m("execute.table", "tables.build", "tables.probe")),
+                    decides=_m("execute.table", "tables.build", "tables.masked")),
     "curves": Stage(entries=_m("execute.curves"),
-                    decides=_m("execute.curves", "tables.curves", "tables.build", "tables.probe")),
+                    decides=_m("execute.curves", "tables.curves", "tables.build", "tables.masked")),
     "report": Stage(
         entries=_m("tables.html", "metrics.figures", "metrics.attention_figure"),
-        decides=_m("tables.html", "tables.paper_view", "tables.build", "tables.probe", "metrics.figures",
+        decides=_m("tables.html", "tables.paper_view", "tables.build", "tables.masked", "metrics.figures",
                    "metrics.attention_figure"),
     ),
 }

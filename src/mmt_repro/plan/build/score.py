@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...settings import as_plain
 from ..jobs import ScoreJob
 from ..paths import path
-from ..probe import MASKED, masked_words_of, unmasked_source, word_list_file
+from ..masking import MASKED, masked_words_of, unmasked_source, word_list_file
 from . import JobBuilder
 
 
@@ -18,7 +18,7 @@ class ScoreJobs(JobBuilder):
         scoring = as_plain(look.settings[w.paper].scoring)
         inputs = {"hyp": path("translation", **values), "decode_stats": path("decode_stats", **values),
                   "ref": look.reference_text(w)}
-        if w.condition in MASKED:  # the probe (plan/probe.py): BLEU and colour accuracy
+        if w.condition in MASKED:  # the probe (plan/masking.py): BLEU and colour accuracy
             words = masked_words_of(look, w.paper, w.dataset, w.pair)
             scoring = dict(scoring, metrics=[m for m in scoring["metrics"] if m == "bleu"], masked_words=words,
                            masked_src_wordpiece=look.recipe(w.paper).subword_for(w.pair.split("-")[0]) == "wordpiece")

@@ -9,7 +9,7 @@ from ...settings import as_plain
 from ..jobs import TranslateJob
 from ..lookup import Lookup, is_captioning
 from ..paths import path
-from ..probe import MASKED, masked_source
+from ..masking import MASKED, masked_source
 from . import JobBuilder
 
 
@@ -34,7 +34,7 @@ class TranslateJobs(JobBuilder):
         if not is_captioning(pair):
             inputs["src"] = look.model_text(paper, ds, pair, wildcards.split, src)
             inputs["src_vocab"] = look.vocab_file(paper, m_ds, m_pair, src)
-        if condition in MASKED:  # the source-degradation probe (plan/probe.py): colour words masked
+        if condition in MASKED:  # the source-degradation probe (plan/masking.py): colour words masked
             inputs["src"] = masked_source(look, paper, ds, wildcards.pair, wildcards.split)
         feats = look.run_features(paper, wildcards.system, ds, wildcards.split, condition)
         for kind, file in feats.items():  # features_npy, features_index (+ features_boxes)

@@ -1,6 +1,6 @@
 """The source-degradation probe (Caglayan et al., 2019; :mod:`mmt_repro.metrics.masked_words`):
 which runs a table's ``masked_words`` adds, the files they read, and the inputs of its rules
-(``workflow/rules/probe.smk``: list_masked_words, mask_source, apply_bpe_masked).
+(``workflow/rules/masking.smk``: list_masked_words, mask_source, apply_bpe_masked).
 
 A table with ``masked_words: colours`` adds, per system, test set and seed, condition ``masked``
 (the masked source with each sentence's own images; the only one a text-only system has) and,
@@ -17,7 +17,7 @@ from .paths import path
 MASKED = ("masked", "masked_shuffled")
 
 
-def probe_runs(look: Lookup, paper: str, table: str) -> list:
+def masked_runs(look: Lookup, paper: str, table: str) -> list:
     """(system, test_set, seed, condition) of the masked runs a table asks for (none without
     ``masked_words``)."""
     t = look.table(paper, table)
@@ -66,8 +66,8 @@ def unmasked_source(look: Lookup, paper: str, dataset: str, pair: str, split: st
     return path("text", dataset=dataset, split=split, chain=look.recipe(paper).chain_for(src), lang=src)
 
 
-class ProbeInputs:
-    """Inputs and params of the probe's rules (probe.smk)."""
+class MaskingInputs:
+    """Inputs and params of the probe's rules (masking.smk)."""
 
     def __init__(self, look: Lookup):
         self.look = look

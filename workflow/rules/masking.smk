@@ -1,4 +1,4 @@
-# The source-degradation probe (Caglayan et al., 2019; mmt_repro.plan.probe, docs/scoring.md): a
+# The source-degradation probe (Caglayan et al., 2019; mmt_repro.plan.masking, docs/scoring.md): a
 # test split's colour words (with their target forms) listed from a lexicon, the split's source
 # in a recipe's chain with each listed word masked by one placeholder, and that text through a
 # paper's BPE. translate reads it in conditions masked and masked_shuffled; score adds colour
@@ -7,7 +7,7 @@
 
 rule list_masked_words:
     input:
-        source=PLAN.probe.word_list_source,
+        source=PLAN.masking.word_list_source,
     output:
         PATHS["masked_words"],
     log:
@@ -19,15 +19,15 @@ rule list_masked_words:
     container:
         CONTAINER
     params:
-        lexicon=PLAN.probe.lexicon,
-        code=code("probe", "list_masked_words.py"),
+        lexicon=PLAN.masking.lexicon,
+        code=code("masking", "list_masked_words.py"),
     script:
         "../scripts/list_masked_words.py"
 
 
 rule mask_source:
     input:
-        unpack(PLAN.probe.mask_inputs),
+        unpack(PLAN.masking.mask_inputs),
     output:
         PATHS["masked_text"],
     log:
@@ -39,15 +39,15 @@ rule mask_source:
     container:
         CONTAINER
     params:
-        wordpiece=PLAN.probe.wordpiece,
-        code=code("probe", "mask_source.py"),
+        wordpiece=PLAN.masking.wordpiece,
+        code=code("masking", "mask_source.py"),
     script:
         "../scripts/mask_source.py"
 
 
 rule apply_bpe_masked:
     input:
-        unpack(PLAN.probe.bpe_inputs),
+        unpack(PLAN.masking.bpe_inputs),
     output:
         PATHS["masked_bpe_text"],
     log:
