@@ -17,7 +17,8 @@
 #   tables/{paper}/{table}.tsv and tables/all.tsv (+ all.parquet)
 # condition: congruent (each sentence with its image) | shuffled (images deranged) | no_image
 #   (a model whose images are optional, run on the text alone) | blank_zero | blank_mean (the
-#   image-use probes' blank images: tables/{paper}/{table}.probe.tsv, docs/probes.md).
+#   image-use probes' blank images: tables/{paper}/{table}.probe.tsv, docs/probes.md) | masked,
+#   masked_shuffled (the source's colour words masked: masked/{dataset}.{pair}/{split}[.{chain}].colours.{tsv|lang}).
 #   text/{dataset}/{split}.{k}.{chain}.{lang}: caption k of each image (captioning sets);
 #   figures/{paper}/{table}.curves.png: learning curves (tables of kind curves).
 # The templates are defined once, in PATHS of workflow/rules/common.smk.
@@ -47,6 +48,7 @@ include: "workflow/rules/backtranslation.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/decode.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/masking.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/curves.smk"
 include: "workflow/rules/report.smk"

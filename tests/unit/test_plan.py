@@ -252,7 +252,12 @@ def test_table_runs_of_the_smoke_grounded_table(smoke):
     assert ("nmt", "test", 1, "congruent") in runs and ("nmt_src_img", "test", 1, "shuffled") in runs
     assert ("nmt", "test", 1, "shuffled") not in runs  # text-only systems have no image condition
     job = smoke.table_jobs.job(W(paper="doubly_attentive", table="grounded"))
-    assert isinstance(job, TableJob) and len(job.inputs["scores"]) == len(runs)
+    # and the colour-masking probe's runs (masked_words: colours; tests/unit/test_masked_words.py)
+    masked = ["nmt.masked", "nmt_src_img.masked", "nmt_src_img.masked_shuffled"]
+    assert isinstance(job, TableJob) and len(job.inputs["scores"]) == len(runs) + len(masked)
+    assert [f for f in job.inputs["scores"] if ".masked" in f] == [
+        f"results/scores/doubly_attentive/{r.split('.')[0]}/grounded.test.en-de.seed1.{r.split('.')[1]}.json"
+        for r in masked]
 
 
 def test_analysis_job_names_its_inputs(smoke):

@@ -123,7 +123,14 @@ def test_smoke_all_tsv_has_the_expected_rows(smoke_run, wf):
     assert ("nmt", "shuffled", "bleu") not in rows  # text-only systems have no image to shuffle
     assert (grounded.paper_value == "").all()  # smoke rows carry no paper value
     assert (grounded.n_seeds.astype(int) == 1).all()
-    assert grounded.signature.str.contains("version|meteor-1.5").all()
+    unmasked = ~grounded.condition.str.startswith("masked")
+    assert grounded[unmasked].signature.str.contains("version|meteor-1.5").all()
+    # the colour-masking probe: BLEU and colour accuracy, per masked condition and their gain
+    for metric in ("bleu", "colour_acc"):
+        assert ("nmt", "masked", metric) in rows and ("nmt", "masked_shuffled", metric) not in rows
+        for condition in ("masked", "masked_shuffled", "masked_gain"):
+            assert ("nmt_src_img", condition, metric) in rows
+    assert grounded[grounded.metric == "colour_acc"].signature.str.contains("masked:colours").all()
     # METEOR on German runs offline without paraphrases, and its signature says so.
     assert grounded[grounded.metric == "meteor"].signature.str.contains("paraphrase:missing").all()
     # p-values against the baseline for the image model only.
@@ -220,6 +227,20 @@ def _probe(smoke_run, paper, table):
     from mmt_repro.tables.probe import read_probe
 
     return {r["system"]: r for r in read_probe(smoke_run / "results" / "tables" / paper / f"{table}.probe.tsv")}
+
+
+@pytest.mark.e2e
+def test_smoke_image_model_recovers_masked_colours_from_its_own_image(smoke_run):
+    """The colour-masking probe on Calixto et al.'s grounded table: with the source's colour words
+    masked, NMT_SRC+IMG names more of them with each caption's own image than with another's."""
+    table = pd.read_csv(smoke_run / "results" / "tables" / "all.tsv", sep="\t", keep_default_na=False)
+    grounded = table[(table.paper == "doubly_attentive") & (table.table == "grounded") & (table.metric == "colour_acc")]
+    acc = {(r.system, r.condition): float(r.ours) for r in grounded.itertuples()}
+    print(f"grounded colour accuracy, masked source: NMT {acc[('nmt', 'masked')]:.2f}, NMT_SRC+IMG "
+          f"{acc[('nmt_src_img', 'masked')]:.2f}, with shuffled images {acc[('nmt_src_img', 'masked_shuffled')]:.2f}")
+    assert acc[("nmt_src_img", "masked")] > acc[("nmt_src_img", "masked_shuffled")]
+    assert acc[("nmt_src_img", "masked_gain")] == pytest.approx(
+        acc[("nmt_src_img", "masked")] - acc[("nmt_src_img", "masked_shuffled")], abs=0.011)
 
 
 @pytest.mark.e2e

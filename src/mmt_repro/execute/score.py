@@ -17,4 +17,10 @@ def run(job: ScoreJob) -> None:
         decode_stats=inp["decode_stats"], meteor_jar=job.meteor_jar, meteor_norm=s["meteor_norm"],
         ter_lowercase=s["ter_lowercase"],
     )
+    if "masked_words" in inp:  # the source-degradation probe: colour accuracy beside BLEU
+        from ..metrics.masked_words import add_colour_accuracy
+
+        add_colour_accuracy(score_json=job.out, src=inp["masked_src"], words=inp["masked_words"], hyp=inp["hyp"],
+                            ref=inp["ref"][0], words_kind=s["masked_words"],
+                            src_wordpiece=s["masked_src_wordpiece"], ref_wordpiece=job.ref_subword == "wordpiece")
     add_provenance(job.out, job)

@@ -42,6 +42,11 @@ PATHS = {
     "protocols_legend": "results/tables/{paper}/{table}.protocols.json",
     "probe": "results/tables/{paper}/{table}.probe.tsv",  # a table's image-use probe (docs/probes.md)
     "figure": "results/figures/{paper}/{table}.{figure}",
+    # the source-degradation probe (plan/masking.py): a test split's word list, its source masked
+    # in a chain's form, and that text through a paper's BPE
+    "masked_words": "results/masked/{dataset}.{pair}/{split}.{words}.tsv",
+    "masked_text": "results/masked/{dataset}.{pair}/{split}.{chain}.{words}.{lang}",
+    "masked_bpe_text": "results/masked/{paper}/{dataset}.{pair}/{split}.{chain}.{words}.bpe.{lang}",
 }
 
 # The wildcards' patterns (Snakemake's wildcard_constraints); a chain is
@@ -59,7 +64,8 @@ WILDCARDS = {
     "table": "[^/.]+",  # no dot: results/tables/{paper}/{table}.protocols.tsv is not a table
     "system": "[a-z0-9_]+",
     "seed": "[0-9]+",
-    "condition": "congruent|shuffled|no_image|blank_zero|blank_mean",
+    "condition": "congruent|shuffled|no_image|blank_zero|blank_mean|masked|masked_shuffled",
+    "words": "colours",
     "k": "[0-9]+",
     "task": "[a-z0-9_]+",
 }

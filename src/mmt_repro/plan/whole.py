@@ -28,6 +28,7 @@ from .data import DataInputs
 from .features import FeatureInputs
 from .figures import FigureInputs
 from .lookup import Lookup
+from .masking import MaskingInputs
 from .targets import Targets
 from .text import TextInputs
 from .vectors import WordVectorInputs
@@ -45,6 +46,7 @@ class Plan(Lookup):
         self.text = TextInputs(look)  # text.smk
         self.vectors = WordVectorInputs(look)  # embeddings.smk
         self.figures = FigureInputs(look)  # plot_attention (tables.smk)
+        self.masking = MaskingInputs(look)  # masking.smk: the masked-word lists and masked sources
         self.targets = Targets(look, self.text)  # rule all; the requested targets' names
         # one builder per kind of job (execute/<kind>.py)
         self.train_jobs = TrainJobs(look)

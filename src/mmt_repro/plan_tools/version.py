@@ -169,7 +169,16 @@ STAGES: dict[str, Stage] = {
     "score": Stage(
         entries=_m("execute.score"),
         decides=_m("execute.score", "metrics.score_files", "metrics.mt", "metrics.meteor", "metrics.cider",
-                   "text.recipes", "text.wordpiece", "text.bpe", "text.moses", "text.zh_segment"),
+                   "metrics.masked_words", "text.recipes", "text.wordpiece", "text.bpe", "text.moses",
+                   "text.zh_segment"),
+    ),
+    # the source-degradation probe's word lists and masked sources (masking.smk; its scores are the
+    # score stage's)
+    "masking": Stage(
+        entries=_m("corpora.masked_words", "metrics.masked_words"),
+        decides=_m("corpora.masked_words", "metrics.masked_words", "grounded.captions"),
+        not_deciding={f"{PACKAGE}.text.wordpiece": "merges WordPiece references for the score stage's colour "
+                                                   "accuracy; the lists and the masking read whole pieces"},
     ),
     "analyse": Stage(
         entries=_m("execute.analyse", "analyses.run"),
@@ -205,13 +214,16 @@ STAGES: dict[str, Stage] = {
                    "metrics.zh_words", "text.moses", "text.zh_segment", "text.recipes", "text.wordpiece", "text.bpe"),
         not_deciding={f"{PACKAGE}.metrics.cider": "lazily imported by metrics.mt for CIDEr; no protocol scores CIDEr"},
     ),
-    "tables": Stage(entries=_m("execute.table", "tables.build"), decides=_m("execute.table", "tables.build")),
+    "tables": Stage(entries=_m("execute.table", "tables.build"),
+                    decides=_m("execute.table", "tables.build", "tables.masked")),
     # a table's image-use probe (docs/probes.md)
     "probe": Stage(entries=_m("execute.probe", "tables.probe"), decides=_m("execute.probe", "tables.probe")),
-    "curves": Stage(entries=_m("execute.curves"), decides=_m("execute.curves", "tables.curves", "tables.build")),
+    "curves": Stage(entries=_m("execute.curves"),
+                    decides=_m("execute.curves", "tables.curves", "tables.build", "tables.masked")),
     "report": Stage(
         entries=_m("tables.html", "metrics.figures", "metrics.attention_figure"),
-        decides=_m("tables.html", "tables.paper_view", "tables.build", "metrics.figures", "metrics.attention_figure"),
+        decides=_m("tables.html", "tables.paper_view", "tables.build", "tables.masked", "metrics.figures",
+                   "metrics.attention_figure"),
     ),
 }
 

@@ -55,6 +55,7 @@ from pathlib import Path
 import pandas as pd
 
 from mmt_repro.io import DataError, atomic_path, atomic_write
+from mmt_repro.tables.masked import gain_rows
 
 COLUMNS = [
     "paper",
@@ -327,6 +328,7 @@ def make_table(
             "note": "; ".join([x for x in (note, reason, *warnings) if x]),
             "comparable": comparable,
         }
+    rows.update(gain_rows(rows))  # the masked-word probe's gain (tables/masked.py)
 
     for item in unavailable or []:
         missing = [k for k in ("system", "pair", "test_set", "metric", "reason") if k not in item]

@@ -28,7 +28,9 @@ INTERIM = "results/interim/{paper}/{table}.tsv"
 
 def planned_seeds(plan, paper: str, table: str) -> Counter:
     """(system, test_set, condition) -> how many seeds the table averages (its config's)."""
-    runs = plan.table_runs(paper, table)
+    from ..plan.masking import masked_runs
+
+    runs = plan.table_runs(paper, table) + masked_runs(plan, paper, table)  # + the masked-word probe's
     return Counter((system, test_set, condition) for system, test_set, _seed, condition in runs)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..jobs import TableJob
 from ..lookup import Lookup
 from ..paths import path
+from ..masking import masked_runs
 from ..text import TextInputs
 from ..vectors import WordVectorInputs
 from . import JobBuilder
@@ -28,7 +29,8 @@ class TableJobs(JobBuilder):
                      analysis=t["analysis"])
                 for s in t["systems"] for ts in t["test_sets"] for seed in t["seeds"]
             ]
-        return [look.run_file("score", paper, table, *run) for run in look.table_runs(paper, table)]
+        runs = look.table_runs(paper, table) + masked_runs(look, paper, table)  # + masked_words' runs
+        return [look.run_file("score", paper, table, *run) for run in runs]
 
     def not_comparable(self, paper, table) -> dict:
         """system -> why its rows get no delta: a table marked `comparable: false` (its runs differ

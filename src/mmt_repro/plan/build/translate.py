@@ -16,6 +16,7 @@ from ...settings import as_plain
 from ..jobs import TranslateJob
 from ..lookup import Lookup, is_captioning
 from ..paths import path
+from ..masking import MASKED, masked_source
 from . import JobBuilder
 
 #: the shuffled condition's seed where the config sets no ``shuffle_seed``
@@ -45,10 +46,12 @@ class TranslateJobs(JobBuilder):
         if not is_captioning(pair):
             inputs["src"] = look.model_text(paper, ds, pair, wildcards.split, src)
             inputs["src_vocab"] = look.vocab_file(paper, m_ds, m_pair, src)
+        if condition in MASKED:  # the source-degradation probe (plan/masking.py): colour words masked
+            inputs["src"] = masked_source(look, paper, ds, wildcards.pair, wildcards.split)
         feats = look.run_features(paper, wildcards.system, ds, wildcards.split, condition)
         for kind, file in feats.items():  # features_npy, features_index (+ features_boxes)
             inputs[f"features_{kind}"] = file
-        if not look.multimodal(paper, wildcards.system) and condition != "congruent":
+        if not look.multimodal(paper, wildcards.system) and condition not in ("congruent", "masked"):
             raise ValueError(f"{paper}.{wildcards.system} reads no images: no {condition} condition")
         if condition == "blank_mean":  # the average image of the training split (datasets.blank)
             train = look.dataset_config(ds).get("train", "train")
@@ -86,7 +89,7 @@ class TranslateJobs(JobBuilder):
         else:
             out = path("translation", condition=condition, **values)
             stats = path("decode_stats", condition=condition, **values)
-        shuffle = self.shuffle_seed(w.paper) if condition == "shuffled" else None
+        shuffle = self.shuffle_seed(w.paper) if condition in ("shuffled", "masked_shuffled") else None
         return TranslateJob(
             paper=w.paper, system=w.system, dataset=w.dataset, split=w.split, pair=w.pair, seed=int(w.seed),
             condition=condition, checkpoint=inputs["checkpoint"], direction=look.decoded_model(w)[2],
