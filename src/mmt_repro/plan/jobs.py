@@ -140,6 +140,7 @@ class TableJob(Job):
     inputs: dict  # scores (list), published, significance
     out: str
     differences: dict = dataclasses.field(default_factory=dict)  # system -> how it differs from the paper's setting
+    unavailable_rows: list = dataclasses.field(default_factory=list)  # {system, pair, test_set, metric, reason}
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ the split's target text and word alignment), plus the table's own ``files``."""
 
 from __future__ import annotations
 
+from ..commute import analysis_files, is_commute_table
 from ..jobs import AnalyseJob
 from ..lookup import Lookup
 from ..paths import path
@@ -37,6 +38,8 @@ class AnalyseJobs(JobBuilder):
         values = dict(paper=wildcards.paper, system=wildcards.system, dataset=wildcards.dataset,
                       split=wildcards.split, pair=wildcards.pair, seed=wildcards.seed)
         extra = {k: look.run_path(v, wildcards) for k, v in (t.get("files") or {}).items()}
+        if is_commute_table(t):  # + the CoMMuTE images of a multimodal system (plan.commute)
+            extra.update(analysis_files(look, wildcards.paper, wildcards.system))
         kind = t.get("inputs", "attention")
         if kind == "attention":
             return {"attention": path("attention", **values), **extra}
