@@ -22,7 +22,7 @@ run_folder = test_system_export.run_folder  # the fixture: a trained text-only t
 pytestmark = pytest.mark.slow
 
 
-def test_a_text_only_system_is_blind_to_the_image_and_its_nll_is_its_loss(run_folder, standin, tmp_path):
+def test_a_text_only_system_is_blind_to_the_image_and_its_nll_is_its_loss(run_folder, standin, tmp_path, capsys):
     from mmt_repro.analyses.commute import commute_accuracy
     from mmt_repro.checkpoint import load_model
     from mmt_repro.datasets.batching import ParallelData
@@ -55,6 +55,16 @@ def test_a_text_only_system_is_blind_to_the_image_and_its_nll_is_its_loss(run_fo
     with torch.no_grad():
         loss = float(model(batch)["loss"])
     assert result["incorrect_nll"][0] == pytest.approx(loss, rel=1e-5)
+    # python -m mmt_repro commute, on the checkpoint and on its exported folder
+    from mmt_repro.cli import main
+
+    for given in (run_folder["checkpoint"], system):
+        capsys.readouterr()
+        assert main(["commute", str(given), "--commute", str(text), "--split", "en-de", "--device", "cpu",
+                     "--out", str(tmp_path / "cli.json")]) == 0
+        assert json.loads((tmp_path / "cli.json").read_text(encoding="utf-8")) == result
+        assert capsys.readouterr().out == (f"CoMMuTE en-de: {result['accuracy']:.2f} % ({result['right']} of 300 lines; "
+                                           f"{result['ties']} ties, counted as misses)\n")
     # the analysis of a CoMMuTE table reports the same accuracy
     scores = commute_accuracy({"checkpoint": run_folder["checkpoint"], "commute_src": text / "en-de" / "src.en"})
     assert scores["commute_acc"]["value"] == result["accuracy"]
@@ -150,6 +160,12 @@ def test_commute_tables_plan_every_scoring_system_and_say_what_the_others_need()
         ["nmt_src_img", "nmt_src_img_bt", "nmt_src_img_wmt"]
     scores = plan.table_jobs.scores("doubly_attentive", "commute")
     assert len(scores) == 9 and all("/nmt" in s and "src_img" not in s for s in scores)
+    # python -m mmt_repro list names the key while it is unset (not for tables no image row can use)
+    from mmt_repro.plan_tools.listing import catalogue
+
+    needs = {(r["paper"], r["table"]): [n["key"] for n in r["needs"] if not n["configured"]] for r in catalogue(plan)}
+    assert "datasets.commute.images" in needs[("doubly_attentive", "commute")]
+    assert "datasets.commute.images" not in needs[("bertgen", "commute_en_de")] + needs[("visual_agreement", "commute_en_de")]
     # with the images configured, every doubly_attentive system is scored
     config = json.loads(json.dumps(plan.config))
     config["datasets"]["commute"]["images"] = "/data/commute/images"
@@ -160,6 +176,18 @@ def test_commute_tables_plan_every_scoring_system_and_say_what_the_others_need()
                            split="test_2016_flickr", pair="en-de", seed="1", analysis="commute"))()
     files = with_images.analyse_jobs.files(w)
     assert files["images"] == "/data/commute/images" and files["commute_correct"] == "resources/commute/en-de/correct.de"
+    # a CoMMuTE table adds no training: an overlay that keeps Table 1's nmt, seed 1, scores that run
+    # and Figure 2's nmt_src_img (seed 1), which waits for the images
+    config["datasets"]["commute"]["images"] = None
+    config["papers"]["doubly_attentive"]["tables"]["table1"].update(systems=["nmt"], seeds=[1])
+    one = Plan(config, plan.repo)
+    assert one.table("doubly_attentive", "commute")["systems"] == ["nmt", "nmt_src_img"]
+    assert one.table("doubly_attentive", "commute")["seeds"] == [1]
+    assert one.table_jobs.scores("doubly_attentive", "commute") == [
+        "results/analyses/doubly_attentive/nmt/multi30k.test_2016_flickr.en-de.seed1.commute.json"]
+    config["papers"]["doubly_attentive"]["tables"]["table1"]["enabled"] = False
+    config["papers"]["doubly_attentive"]["tables"]["figure2"]["enabled"] = False
+    assert "commute" not in [name for p, name, _ in Plan(config, plan.repo).enabled if p == "doubly_attentive"]
     # imported features and models without a probability say so
     va = pending(with_images, "visual_agreement", with_images.table("visual_agreement", "commute_en_fr"))
     assert "onlytext" not in va and "t_onlytext" not in va and va["soft"].startswith("needs butd-obj36 features")
@@ -169,3 +197,39 @@ def test_commute_tables_plan_every_scoring_system_and_say_what_the_others_need()
     refused = {name for name in available()
                if not scoring_capable(type("M", (), {"decoding": model_class(name).decoding, "registry_name": name}))[0]}
     assert refused == set(NOT_SCORING) == {"emb_pred.ours", "emb_pred.ours_text", "bertgen.bertgen"}
+
+
+def test_the_table_shows_each_runs_accuracy_and_what_a_pending_row_needs(tmp_path):
+    """make_table on two runs' CoMMuTE results and one pending row: the mean over seeds where a
+    number exists, the reason where it does not (the table job's unavailable_rows)."""
+    import pandas as pd
+
+    from mmt_repro.plan.jobs import TableJob
+    from mmt_repro.tables.build import make_table_from_files
+
+    scores = []
+    for seed, value in ((1, 50.0), (2, 49.0)):
+        meta = {"paper": "doubly_attentive", "table": "", "system": "nmt", "dataset": "multi30k", "pair": "en-de",
+                "test_set": "test_2016_flickr", "seed": seed, "condition": "congruent",
+                "checkpoint": f"results/models/doubly_attentive/nmt/multi30k.en-de.seed{seed}.best.pt"}
+        path = tmp_path / f"nmt.seed{seed}.commute.json"
+        path.write_text(json.dumps({"meta": meta, "scores": {"commute_acc": {
+            "value": value, "signature": "commute:v3|split:en-de|n:300|nll:token-mean|ties:miss|images:no|unk:0"}}}),
+            encoding="utf-8")
+        scores.append(path)
+    reason = "needs the CoMMuTE images (manual input commute_images: ...; then set datasets.commute.images)"
+    rows = [{"system": "nmt_src_img", "pair": "en-de", "test_set": "test_2016_flickr", "metric": "commute_acc",
+             "reason": reason}]
+    published = Path(__file__).resolve().parents[2] / "config" / "published_results.tsv"
+    out = tmp_path / "commute.tsv"
+    make_table_from_files(scores, "doubly_attentive", "commute", published, out, unavailable_rows=rows)
+    table = pd.read_csv(out, sep="\t", keep_default_na=False).set_index("system")
+    assert table.loc["nmt", "ours"] == "49.50" and table.loc["nmt", "n_seeds"] == 2
+    assert table.loc["nmt", "metric"] == "commute_acc"
+    assert table.loc["nmt_src_img", "ours"] == "" and table.loc["nmt_src_img", "note"] == reason
+    # a table job keeps its record as before when no row is pending
+    job = TableJob(paper="p", table="t", note="", unavailable={}, not_comparable={}, inputs={}, out="o")
+    assert "unavailable_rows" not in job.to_dict() and TableJob.from_dict(job.to_dict()) == job
+    pending_job = TableJob(paper="p", table="t", note="", unavailable={}, not_comparable={}, inputs={}, out="o",
+                           unavailable_rows=rows)
+    assert TableJob.from_dict(pending_job.to_dict()) == pending_job

@@ -38,9 +38,10 @@ class AnalyseJobs(JobBuilder):
         values = dict(paper=wildcards.paper, system=wildcards.system, dataset=wildcards.dataset,
                       split=wildcards.split, pair=wildcards.pair, seed=wildcards.seed)
         extra = {k: look.run_path(v, wildcards) for k, v in (t.get("files") or {}).items()}
-        if is_commute_table(t):  # + the CoMMuTE images of a multimodal system (plan.commute)
-            extra.update(analysis_files(look, wildcards.paper, wildcards.system))
         kind = t.get("inputs", "attention")
+        if is_commute_table(t):  # what decoding reads, CoMMuTE's text and a multimodal system's images
+            return {**self.translate.files(wildcards), **extra,
+                    **analysis_files(look, wildcards.paper, wildcards.system)}
         if kind == "attention":
             return {"attention": path("attention", **values), **extra}
         if kind == "model":
