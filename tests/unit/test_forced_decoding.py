@@ -38,6 +38,8 @@ MODELS = [
     ("doubly_attentive.nmt_src_img", dict(CGRU, img_dim=D_IMG, img_att_dim=4), "loss"),
     ("transformer.nmt", dict(TF, label_smoothing=0.1), "nll"),
     ("visual_agreement.transformer", dict(TF, img_dim=D_IMG, subspaces=2), "nll_fwd"),
+    ("visual_agreement.seq2seq", dict(emb_dim=8, hidden=8, att_dim=8, dropout=0.0, img_dim=D_IMG, subspaces=2),
+     "nll_fwd"),
     ("emb_pred.nmt", dict(emb_dim=6, enc_dim=5, dec_dim=7), "loss"),
 ]
 

@@ -44,6 +44,7 @@ def score_commute(system: Path, commute: Path, split: str, out: Path | None = No
     (``features_npy``, ``features_index``). Writes the result (accuracy, counts, each line's two
     mean NLLs) as JSON to ``out`` and returns it."""
     from ..datasets.batching import ParallelData
+    from ..settings import pair_langs
     from .forced import forced_nll, scoring_capable
     from .system import extract_for_system
     from .translate import load_for_decoding
@@ -80,7 +81,7 @@ def score_commute(system: Path, commute: Path, split: str, out: Path | None = No
             prepared = recipe.prepare(getattr(data, which), "tgt")
             unk += sum(tv.encode(line.split()).count(tv.unk_id) for line in prepared)
             tgt = write_lines(work / which, prepared)
-            pairs = ParallelData(src, sv, tgt, tv, features=feats)
+            pairs = ParallelData(src, sv, tgt, tv, features=feats, langs=pair_langs(recipe.pair))
             total, n_tokens = forced_nll(model, pairs, dev, batch_size)
             nll[which] = (total / n_tokens).tolist()
     result = contrastive_accuracy(nll["correct"], nll["incorrect"])
