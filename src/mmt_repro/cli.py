@@ -149,6 +149,19 @@ def _translate_raw(args) -> int:
     return 0
 
 
+def _commute(args) -> int:
+    from .decode.commute import score_commute, score_commute_checkpoint
+
+    given = dict(images=Path(args.images) if args.images else None, device=args.device)
+    if Path(args.system).is_dir():
+        result = score_commute(Path(args.system), Path(args.commute), args.split, args.out, **given)
+    else:
+        result = score_commute_checkpoint(Path(args.system), Path(args.commute), args.split, args.out, **given)
+    print(f"CoMMuTE {args.split}: {result['accuracy']:.2f} % ({result['right']} of {result['n']} lines; "
+          f"{result['ties']} ties, counted as misses)")
+    return 0
+
+
 def _export(args) -> int:
     from .decode.system import export_system
 
@@ -358,6 +371,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tgt-vocab")
     p.add_argument("--record", help="the training job record (default: <stem>.job.json beside the checkpoint)")
     p.set_defaults(func=_export)
+    p = sub.add_parser("commute", help="CoMMuTE's contrastive accuracy of a system: both translations of every "
+                                       "line forced through it under the line's image (docs/scoring.md)")
+    p.add_argument("system", help="an exported folder, or a .best.pt with its .job.json beside it")
+    p.add_argument("--commute", required=True, help="CoMMuTE's text: the folder holding en-de/, en-fr/, en-cs/ "
+                   "(resources/commute)")
+    p.add_argument("--split", required=True, help="en-de, en-fr, en-cs or en-fr_dev (the system's pair)")
+    p.add_argument("--images", help="the folder of the unpacked images.tar.gz (multimodal systems)")
+    p.add_argument("--out", help="a JSON of the accuracy and each line's two per-token NLLs")
+    p.add_argument("--device", default="auto")
+    p.set_defaults(func=_commute)
     p = sub.add_parser("score", help="BLEU, chrF3 and TER of a hypothesis file")
     p.add_argument("hyp")
     p.add_argument("refs", nargs="+")

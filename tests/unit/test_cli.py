@@ -37,6 +37,7 @@ TESTED = {
     "docs": "tests/unit/test_docs.py",
     "standins": "test_standins_writes_a_mirror_its_manifest_and_the_overlay",
     "rehearsal-report": "tests/unit/test_rehearsal_report.py",
+    "commute": "tests/unit/test_commute_scoring.py",
 }
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..io import atomic_write
 from ..settings import import_model_modules
-from . import deepfuse, doubly_attentive, emb_pred, visual_agreement  # noqa: F401  (register their analyses)
+from . import commute, deepfuse, doubly_attentive, emb_pred, visual_agreement  # noqa: F401  (register their analyses)
 from .registry import _ANALYSES, Analysis
 
 

@@ -13,5 +13,5 @@ def run(job: TableJob) -> None:
         score_jsons=list(job.inputs["scores"]), paper=job.paper, table=job.table,
         published=job.inputs["published"], out_tsv=job.out, significance_json=job.inputs.get("significance"),
         note=job.note, unavailable_systems=dict(job.unavailable), not_comparable=dict(job.not_comparable),
-        differences=dict(job.differences),
+        differences=dict(job.differences), unavailable_rows=list(job.unavailable_rows),
     )

@@ -140,6 +140,15 @@ class TableJob(Job):
     inputs: dict  # scores (list), published, significance
     out: str
     differences: dict = dataclasses.field(default_factory=dict)  # system -> how it differs from the paper's setting
+    unavailable_rows: list = dataclasses.field(default_factory=list)  # {system, pair, test_set, metric, reason}
+
+    def to_dict(self) -> dict:
+        """As every job's, without ``unavailable_rows`` when there are none: the record (and the
+        rule's params) of a table without such rows stays what it was before the field existed."""
+        data = super().to_dict()
+        if not self.unavailable_rows:
+            data.pop("unavailable_rows")
+        return data
 
 
 @dataclass(frozen=True)

@@ -134,13 +134,16 @@ class Lookup:
 
     @cached_property
     def enabled(self) -> list:
-        """(paper, table, table config) for every table the config switches on."""
-        return [
+        """(paper, table, table config) for every table the config switches on (a CoMMuTE table
+        cut to the runs the others plan: :func:`mmt_repro.plan.commute.restrict`)."""
+        from .commute import restrict
+
+        return restrict([
             (paper, name, table)
             for paper, block in self.config["papers"].items()
             for name, table in block["tables"].items()
             if table.get("enabled", True)
-        ]
+        ])
 
     def check_table_names(self) -> None:
         """Raise the first of :meth:`table_name_problems`, so that a typo stops planning at once
@@ -206,7 +209,7 @@ class Lookup:
         tables = self.paper_config(paper)["tables"]
         if table not in tables:
             raise unknown_name("table", table, tables, f"paper {paper} (papers.{paper}.tables of the config)")
-        return tables[table]
+        return next((t for p, name, t in self.enabled if p == paper and name == table), tables[table])
 
     def table_config(self, wildcards) -> dict:
         return self.table(wildcards.paper, wildcards.table)

@@ -13,6 +13,7 @@ images; the listing names the published release (manifest input) the workflow fe
 
 from __future__ import annotations
 
+from ..plan.commute import IMAGES_INPUT, images_folder, is_commute_table, needs_images
 from ..plan.paths import path
 
 MEDIA = {"images": "images", "videos": "videos"}
@@ -79,6 +80,9 @@ def catalogue(plan, paper: str | None = None) -> list[dict]:
                 feat = _feature_need(plan, t["dataset"], t["features"]) if t.get("features") else None
                 media = None if feat else _media_need(plan, t["dataset"])
                 needs += [n for n in (media, feat) if n]
+            if enabled and is_commute_table(t) and needs_images(plan, p, t):
+                needs.append({"need": f"CoMMuTE images (manual input {IMAGES_INPUT})", "key": "datasets.commute.images",
+                              "configured": images_folder(plan) is not None, "input": IMAGES_INPUT})
             if enabled:
                 needs += _weight_needs(plan, p, systems)
             rows.append({

@@ -77,6 +77,10 @@ CHECKED_AGAINST: dict[str, str] = {
     "vatex_i3d": "reader: the VATEX baseline's README (unzip trainval.zip: trainval/<videoID>.npy) and its "
                  "dataloader's load_video_features (np.load(path)[0]: arrays (1, n_segments, 1024))",
     "vatex_videos": "spec: VATEX clip ids <YouTube id>_<start>_<end> (10 s); MP4 H.264",
+    "commute": "copy: ../shared/datasets/commute (every line: the release is small; no final newline but in "
+               "en-fr_dev)",
+    "commute_images": "spec: CoMMuTE's README (tar -xvzf images.tar.gz: one folder of the images img.order names); "
+                      "JPEG",
 }
 #: inputs the generator does not write, and why.
 NOT_WRITTEN: dict[str, str] = {}

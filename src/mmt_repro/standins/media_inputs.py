@@ -268,3 +268,14 @@ def write_vl_bert_base(w: World, folder: Path) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     torch.save({"epoch": 19, "state_dict": state}, folder / "vl-bert-base-prec.model")
     return {}
+
+
+def write_commute_images(w: World, folder: Path) -> dict:
+    """The CoMMuTE images as ``images.tar.gz`` unpacks them: one JPEG per name of the splits'
+    ``img.order`` (:func:`mmt_repro.standins.text_inputs.commute_splits`), in one folder."""
+    from .text_inputs import commute_splits
+
+    names = sorted({name for data in commute_splits(w).values() for name in data["images"]})
+    for name, data in _images(w, names).items():
+        write(folder / name, data)
+    return {}

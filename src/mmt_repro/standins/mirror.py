@@ -35,6 +35,7 @@ REQUEST_FOLDERS = {
     "flickr8k_images": ("flickr8k/Flicker8k_Dataset", ["datasets.tasviret.images"]),
     "vatex_videos": ("vatex-videos", ["datasets.vatex.videos"]),
     "vl_bert_base": ("vl-bert", []),
+    "commute_images": ("commute-images", ["datasets.commute.images"]),
 }
 
 

@@ -9,6 +9,7 @@ line count the manifest declares. What each format was checked against is in
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -376,3 +377,44 @@ def write_mbert_vocab(w: World, folder: Path) -> dict:
     vocab = _vocab(w, bertgen=False)
     write(folder / "vocab.txt", text_bytes(vocab))
     return {"vocab.txt": {"lines": len(vocab)}}
+
+
+# ----------------------------------------------------------------------------- CoMMuTE (Futeral et al.)
+def commute_splits(w: World) -> dict[str, dict[str, list[str]]]:
+    """CoMMuTE's lines per split (``src``, ``correct``, ``incorrect``, ``images``) at the release's
+    line counts: the local copy's when there is one, else seeded pairs of lines (one source twice,
+    the two translations swapped, an image name of 8 hex digits per line). A function of the seed
+    and the copy alone, so the text and the image stand-ins name the same images."""
+    from ..corpora.commute import SPLITS
+    from .common import Texts
+
+    out = {}
+    for split, (lang, n) in SPLITS.items():
+        names = {"src": "src.en", "correct": f"correct.{lang}", "incorrect": f"incorrect.{lang}",
+                 "images": "img.order"}
+        texts = Texts(w.seed, w.texts.shared)
+        got = {k: texts.real(f"commute/{split}/{f}", n) for k, f in names.items()}
+        if any(v is None for v in got.values()):
+            texts.rng = np.random.default_rng([w.seed, zlib.crc32(f"commute/{split}".encode("utf-8"))])
+            got = {k: [] for k in names}
+            for _ in range(n // 2):
+                src, a, b = texts.sentence("en"), texts.sentence(lang), texts.sentence(lang)
+                got["src"] += [src, src]
+                got["correct"] += [a, b]
+                got["incorrect"] += [b, a]
+                got["images"] += [f"{texts.hex_id(8)}.jpeg", f"{texts.hex_id(8)}.jpeg"]
+        out[split] = {"files": names, **got}
+    return out
+
+
+def write_commute(w: World, folder: Path) -> dict:
+    """``<split>/{src.en, correct.<lang>, incorrect.<lang>, img.order}`` as the release lays them
+    out: no final newline but in en-fr_dev."""
+    out = {}
+    for split, data in commute_splits(w).items():
+        for key, name in data["files"].items():
+            lines = data[key]
+            body = "\n".join(lines) + ("\n" if split == "en-fr_dev" else "")
+            write(folder / split / name, body.encode("utf-8"))
+            out[f"{split}/{name}"] = {"lines": len(lines)}
+    return out

@@ -533,14 +533,16 @@ def make_table_from_files(
     note: str = "",
     not_comparable: dict[str, str] | None = None,
     differences: dict[str, str] | None = None,
+    unavailable_rows: list[dict] | None = None,
 ) -> pd.DataFrame:
     """:func:`make_table` with the p-values read from the significance rule's JSON, and
     ``unavailable_systems`` (system -> reason) expanded to every published row of those systems;
-    ``not_comparable`` as :func:`make_table`."""
+    ``unavailable_rows``: rows of our own that cannot be produced yet (``{system, pair, test_set,
+    metric, reason}``, e.g. a CoMMuTE row without the images); ``not_comparable`` as :func:`make_table`."""
     significance = None
     if significance_json:
         significance = json.loads(Path(significance_json).read_text(encoding="utf-8"))
-    unavailable = []
+    unavailable = list(unavailable_rows or [])
     if unavailable_systems:
         pub = read_published(published)
         pub = pub[(pub["paper"] == paper) & (pub["table"] == table)]

@@ -4,6 +4,7 @@ the split's target text and word alignment), plus the table's own ``files``."""
 
 from __future__ import annotations
 
+from ..commute import analysis_files, is_commute_table
 from ..jobs import AnalyseJob
 from ..lookup import Lookup
 from ..paths import path
@@ -38,6 +39,9 @@ class AnalyseJobs(JobBuilder):
                       split=wildcards.split, pair=wildcards.pair, seed=wildcards.seed)
         extra = {k: look.run_path(v, wildcards) for k, v in (t.get("files") or {}).items()}
         kind = t.get("inputs", "attention")
+        if is_commute_table(t):  # what decoding reads, CoMMuTE's text and a multimodal system's images
+            return {**self.translate.files(wildcards), **extra,
+                    **analysis_files(look, wildcards.paper, wildcards.system)}
         if kind == "attention":
             return {"attention": path("attention", **values), **extra}
         if kind == "model":

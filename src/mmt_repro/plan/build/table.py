@@ -4,6 +4,7 @@ its unavailable rows and how its runs differ from the paper's setting."""
 
 from __future__ import annotations
 
+from ..commute import is_commute_table, pending, pending_rows
 from ..jobs import TableJob
 from ..lookup import Lookup
 from ..paths import path
@@ -24,10 +25,11 @@ class TableJobs(JobBuilder):
         look = self.look
         t = look.table(paper, table)
         if look.table_kind(paper, table) == "analysis":
+            skip = pending(look, paper, t) if is_commute_table(t) else {}  # rows that say what they need
             return [
                 path("analysis", paper=paper, system=s, dataset=t["dataset"], split=ts, pair=t["pair"], seed=seed,
                      analysis=t["analysis"])
-                for s in t["systems"] for ts in t["test_sets"] for seed in t["seeds"]
+                for s in t["systems"] if s not in skip for ts in t["test_sets"] for seed in t["seeds"]
             ]
         runs = look.table_runs(paper, table) + masked_runs(look, paper, table)  # + masked_words' runs
         return [look.run_file("score", paper, table, *run) for run in runs]
@@ -80,4 +82,5 @@ class TableJobs(JobBuilder):
         return TableJob(paper=paper, table=table, note=t.get("note", ""), unavailable=dict(t.get("unavailable", {})),
                         not_comparable=self.not_comparable(paper, table), inputs=inputs,
                         out=path("table", paper=paper, table=table),
-                        differences=self.differences(paper, table))
+                        differences=self.differences(paper, table),
+                        unavailable_rows=pending_rows(look, paper, t) if is_commute_table(t) else [])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..commute import is_commute_table
 from ..features import feature_shape
 from ..jobs import TrainJob
 from ..lookup import is_captioning
@@ -109,7 +110,7 @@ class TrainJobs(JobBuilder):
         """Does a planned job read the backward (target -> source) model of ``system``'s run on
         (dataset, pair)? Yes for visual agreement (both directions train against each other), a
         `reverse_of` system in an enabled table of the reversed pair, an analysis table of the run
-        (VAD force-decodes both directions) and the alignment-block choice on its checkpoint
+        (VAD force-decodes both directions; not a CoMMuTE table) and the alignment-block choice on its checkpoint
         (a `layer.<system>` file that a planned run or table reads). ``backward: auto`` becomes
         this answer; adding such a table later changes the training job, which then re-runs."""
         look = self.look
@@ -120,8 +121,8 @@ class TrainJobs(JobBuilder):
         for t in tables:
             if t["pair"] == rev and any(look.system_settings(paper, s).reverse_of == system for s in t["systems"]):
                 return True
-            if t["pair"] == pair and t.get("kind") == "analysis" and system in t["systems"]:
-                return True
+            if t["pair"] == pair and t.get("kind") == "analysis" and system in t["systems"] and not is_commute_table(t):
+                return True  # (CoMMuTE force-decodes the forward direction alone)
             if t["pair"] == pair and any(marker in str(v) for v in (t.get("files") or {}).values()):
                 return True
         # a run on (dataset, pair) whose resource is this run's block choice (Transformer agreement)
