@@ -96,8 +96,8 @@ def test_grounded_bertgen_reads_the_images(smoke_run):
 @pytest.mark.e2e
 def test_grounded_bertgen_probe_against_its_own_mt_task(smoke_run):
     """The image-use probe (docs/probes.md) compares the model with its own runs without images:
-    the gain is the table's congruent - no_image, and shuffled images and the average image
-    (blank_mean) each take at least half of it away."""
+    the gain is the table's congruent - no_image, and shuffled images take at least half of it
+    away (the smoke decodes no blank images here: CI time)."""
     from mmt_repro.tables.probe import read_probe
 
     (row,) = read_probe(smoke_run / "results" / "tables" / "bertgen" / "grounded.probe.tsv")
@@ -106,7 +106,7 @@ def test_grounded_bertgen_probe_against_its_own_mt_task(smoke_run):
     assert row["text"] == row["no_image"] == f"{bleu['no_image']:.2f}"
     gain = float(row["gain"])
     assert gain >= MARGIN, row
-    assert float(row["use_shuffled"]) >= gain / 2 and float(row["use_blank_mean"]) >= gain / 2, row
+    assert float(row["use_shuffled"]) >= gain / 2 and row["blank_mean"] == "", row
     assert row["verdict"] in ("uses the image", "partly"), row
 
 

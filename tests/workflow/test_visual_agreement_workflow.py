@@ -38,14 +38,14 @@ def test_grounded_image_beats_text_by_10_bleu_and_shuffling_loses_half_the_gain(
 @pytest.mark.parametrize("text,image", [("onlytext", "mhca"), ("t_onlytext", "t_mhca")])
 def test_grounded_probe_says_the_image_model_uses_the_image(smoke_run, text, image):
     """The grounded check's image-use probe (docs/probes.md): the gain over the text-only model,
-    and shuffled images and the average image (blank_mean) each take at least half of it away."""
+    and shuffled images take at least half of it away (no blank decode in the smoke: CI time)."""
     from mmt_repro.tables.probe import read_probe
 
     rows = {r["system"]: r for r in read_probe(smoke_run / "results" / "tables" / PAPER / "grounded.probe.tsv")}
     row = rows[image]
     assert row["counterpart"] == text and float(row["gain"]) >= 10.0, row
     gain = float(row["gain"])
-    assert float(row["use_shuffled"]) >= 0.5 * gain and float(row["use_blank_mean"]) >= 0.5 * gain, row
+    assert float(row["use_shuffled"]) >= 0.5 * gain and row["blank_mean"] == "", row
     assert row["verdict"] in ("uses the image", "partly"), row
 
 
