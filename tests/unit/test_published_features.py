@@ -112,7 +112,7 @@ def test_the_overlay_listing_from_the_command_line_is_torch_free():
 
 def test_lium_pool5_is_the_overlays_alternative_release_for_hirasawa():
     overlay = load_yaml(OVERLAY)
-    for table in ("table1", "table2", "table3", "figure1"):
+    for table in ("table1", "table2", "table3", "figure1", "image_use"):
         t = overlay["papers"]["emb_pred"]["tables"][table]
         t["features"] = "lium-pool5"
     plan = Plan(deep_update(load_yaml(REPO / "config" / "config.yaml"), overlay), REPO)

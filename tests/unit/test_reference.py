@@ -50,6 +50,22 @@ def test_each_reference_table_is_what_the_table_code_builds_from_its_scores(fold
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
+def test_each_probe_table_is_what_the_probe_code_builds_from_its_scores(folder, tmp_path):
+    """Every committed image-use probe (docs/probes.md), rebuilt from the committed score files."""
+    from mmt_repro.tables.probe import make_probe
+
+    jobs = read_record(folder).get("probe_jobs", [])
+    for job in jobs:
+        out = tmp_path / job["out"]
+        make_probe({k: str(folder / v) for k, v in job["scores"].items()}, job["pairs"], out, job["paper"],
+                   job["table"], job["pair"], job["metric"], job["note"])
+        assert out.read_bytes() == (folder / job["out"]).read_bytes(), f"{folder.name}/{job['out']} differs"
+    if folder.name == "smoke":  # every paper's grounded check is probed in the smoke run
+        assert sorted(j["paper"] for j in jobs) == sorted(["bertgen", "deepfuse", "doubly_attentive", "emb_pred",
+                                                           "visual_agreement"])
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
 def test_every_run_a_table_names_has_its_evidence(folder):
     record = read_record(folder)
     for t in record["tables"]:

@@ -48,7 +48,7 @@ def test_unknown_table_names_the_paper_and_its_tables(full):
         full.table_jobs.job(W(paper="doubly_attentive", table="table9"))
     text = one_paragraph(exc.value)
     assert text.startswith("unknown table 'table9' in paper doubly_attentive")
-    assert "Did you mean 'table1'?" in text and text.endswith("Valid: commute, figure2, grounded, table1.")
+    assert "Did you mean 'table1'?" in text and text.endswith("Valid: commute, figure2, grounded, image_use, table1.")
 
 
 def test_unknown_paper_names_the_configured_papers(full):

@@ -22,6 +22,10 @@ relative paths, so every path a table names (``runs``, score files) resolves ins
     where the run folder has it, each translation table's protocol grid
     (:mod:`mmt_repro.tables.protocols`) with the references it scored against, and in
     ``reference.json`` the job that made it (``grid_jobs``): what :func:`rebuild_grid` needs.
+``results/tables/<paper>/<table>.probe.tsv``
+    where the run folder has it, each translation table's image-use probe (docs/probes.md),
+    with its own runs' scores and translations, and its job in ``reference.json``
+    (``probe_jobs``).
 
 Evidence that was not kept (a run folder lost before this command existed) can be given as a
 transcription, ``transcribed/scores.tsv`` (one row per published per-seed score:
@@ -94,6 +98,12 @@ def _grid_jobs(plan, tables, run_dir: Path) -> list[dict]:
     return jobs
 
 
+def _probe_jobs(plan, tables, run_dir: Path) -> list[dict]:
+    """The job of each image-use probe (docs/probes.md) the run folder has for ``tables``."""
+    return [plan.probe_jobs.job(SimpleNamespace(paper=p, table=t)).to_dict() for p, t in tables
+            if plan.table(p, t).get("probe") and (run_dir / path("probe", paper=p, table=t)).is_file()]
+
+
 def _curve_summary(file: Path) -> dict:
     """Epochs, best validation BLEU and training seconds of a curve TSV (its last ``elapsed_s``)."""
     with open(file, encoding="utf-8", newline="") as fh:
@@ -139,6 +149,12 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
     grids = _grid_jobs(plan, translation, run_dir)
     for job in grids:
         files += [job["out"], job["legend"], *job["inputs"]["references"]]
+    probes = _probe_jobs(plan, translation, run_dir)
+    for job in probes:  # the probe table, its own runs' scores and translations
+        files += [job["out"], *job["inputs"]["scores"]]
+        files += [_translation_of(s) for s in job["inputs"]["scores"]]
+        files += [f for f in (_translation_of(s)[: -len(".txt")] + ".stats.json" for s in job["inputs"]["scores"])
+                  if (run_dir / f).is_file()]
     for p, t, _ in tables:
         files += _run_files(" ".join(read_table(run_dir / path("table", paper=p, table=t))["runs"]))
     files += [f for f in (_translation_of(s)[: -len(".txt")] + ".stats.json"
@@ -173,6 +189,7 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
                    for p, t, kind in tables],
         "table_jobs": jobs,
         "grid_jobs": grids,
+        "probe_jobs": probes,
     }
     staging = out_dir.with_name(f".{out_dir.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
