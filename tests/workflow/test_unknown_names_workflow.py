@@ -11,7 +11,7 @@ def test_an_unknown_table_stops_the_dry_run_without_a_traceback(wf, tmp_path):
     out = res.stdout + res.stderr
     assert res.returncode == 1, out[-3000:]
     assert ("mmt-repro: unknown table 'table9' in paper doubly_attentive (papers.doubly_attentive.tables of the "
-            "config). Did you mean 'table1'? Valid: figure2, grounded, table1.") in out, out[-3000:]
+            "config). Did you mean 'table1'? Valid: commute, figure2, grounded, image_use, table1.") in out, out[-3000:]
     assert "Traceback" not in out and "KeyError" not in out and "InputFunctionException" not in out
 
 
