@@ -125,6 +125,7 @@ def results_page(folder: Path, repo: Path) -> str:
     if not len(df) and not figures:
         lines += ["", "No table or figure of this configuration is committed: run the command above to produce them."]
     lines += _grid_sections(folder, record, rel, has_tables=bool(len(df)))
+    lines += _probe_sections(folder, record, rel)
     others = [t for t in record["tables"] if t["kind"] != "translation"]
     if others:
         lines += ["", "## Analyses and figures", ""]
@@ -161,6 +162,29 @@ def _grid_sections(folder: Path, record: dict, rel: str, has_tables: bool) -> li
                "results/tables/<paper>/<table>.protocols.tsv` there makes them, `python -m mmt_repro reference` "
                "copies them")
     return ["", "## Protocol grids", "", f"No protocol grid: {why}."]
+
+
+PROBE_INTRO = ("Does each multimodal system use the image ([docs/probes.md](../probes.md), `mmt_repro.tables.probe`): "
+               "its BLEU beside its text-only counterpart's (`text`) under congruent, shuffled, no and blank images, "
+               "the gain over the counterpart, what each condition takes away (`use_*`) and the verdict.")
+PROBE_COLUMNS = ["system", "counterpart", "test_set", "text", "congruent", "shuffled", "no_image", "blank_zero",
+                 "blank_mean", "gain", "use_shuffled", "use_blank_zero", "use_blank_mean", "verdict"]
+
+
+def _probe_sections(folder: Path, record: dict, rel: str) -> list[str]:
+    """The image-use probes of a reference folder (none: nothing)."""
+    from .probe import read_probe
+
+    probes = record.get("probe_jobs") or []
+    if not probes:
+        return []
+    lines = ["", "## Image-use probes", "", PROBE_INTRO]
+    for job in probes:
+        rows = read_probe(folder / job["out"])
+        lines += ["", f"### [`{job['paper']}/{job['table']}`]({rel}/{job['out']})", "",
+                  "| " + " | ".join(PROBE_COLUMNS) + " |", "|" + "---|" * len(PROBE_COLUMNS)]
+        lines += ["| " + " | ".join(r.get(c, "") for c in PROBE_COLUMNS) + " |" for r in rows]
+    return lines
 
 
 # --------------------------------------------------------------------------- blocks
