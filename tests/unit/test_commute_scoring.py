@@ -176,10 +176,12 @@ def test_commute_tables_plan_every_scoring_system_and_say_what_the_others_need()
                            split="test_2016_flickr", pair="en-de", seed="1", analysis="commute"))()
     files = with_images.analyse_jobs.files(w)
     assert files["images"] == "/data/commute/images" and files["commute_correct"] == "resources/commute/en-de/correct.de"
-    # a CoMMuTE table adds no training: an overlay that keeps Table 1's nmt, seed 1, scores that run
-    # and Figure 2's nmt_src_img (seed 1), which waits for the images
+    # a CoMMuTE table adds no training: an overlay that keeps Table 1's nmt, seed 1 (and not the
+    # image-use probe of Table 1's runs), scores that run and Figure 2's nmt_src_img (seed 1), which
+    # waits for the images
     config["datasets"]["commute"]["images"] = None
     config["papers"]["doubly_attentive"]["tables"]["table1"].update(systems=["nmt"], seeds=[1])
+    config["papers"]["doubly_attentive"]["tables"]["image_use"]["enabled"] = False
     one = Plan(config, plan.repo)
     assert one.table("doubly_attentive", "commute")["systems"] == ["nmt", "nmt_src_img"]
     assert one.table("doubly_attentive", "commute")["seeds"] == [1]
