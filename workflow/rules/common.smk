@@ -77,6 +77,24 @@ PLAN = PREFLIGHT.plan
 workflow.global_wildcard_constraints(**WILDCARDS)
 
 
+# Checkpoints kept (config `keep_checkpoints`, default true). false (the rehearsal): every
+# checkpoint is a temp output, deleted once the jobs that read it have run, and a finished
+# training's resume state (.last.pt, .last.best.pt) goes with its job; a later run then retrains
+# where a checkpoint is needed again.
+KEEP_CHECKPOINTS = bool(config.get("keep_checkpoints", True))
+
+
+def checkpoint_output(path):
+    return path if KEEP_CHECKPOINTS else temp(path)
+
+
+def resume_state_outputs():
+    if KEEP_CHECKPOINTS:
+        return {}
+    stem = PATHS["model"]
+    return {"last": temp(f"{stem}.last.pt"), "last_best": temp(f"{stem}.last.best.pt")}
+
+
 # The one software environment of every rule (`--software-deployment-method conda`), and the
 # container built from envs/mmt-repro.def where the config names one (`container:`, e.g.
 # mmt-repro.sif; `--sdm apptainer`).

@@ -8,7 +8,8 @@ rule train_model:
     input:
         unpack(PLAN.train_jobs.inputs),
     output:
-        best=f"{PATHS['model']}.best.pt",
+        **resume_state_outputs(),
+        best=checkpoint_output(f"{PATHS['model']}.best.pt"),
         curve=f"{PATHS['model']}.curve.tsv",
         record=f"{PATHS['model']}.job.json",
     log:
@@ -95,7 +96,7 @@ rule task_checkpoint:
     input:
         f"{PATHS['model']}.best.pt",
     output:
-        f"{PATHS['model']}.best.{{task}}.pt",
+        checkpoint_output(f"{PATHS['model']}.best.{{task}}.pt"),
     log:
         "results/logs/task_checkpoint/{paper}/{system}/{dataset}.{pair}.seed{seed}.{task}.log",
     localrule: True
