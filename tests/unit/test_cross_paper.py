@@ -208,3 +208,17 @@ def test_a_missing_probe_table_or_an_unknown_system_is_a_clear_error(tmp_path):
     with pytest.raises(DataError, match="probe table does not exist"):
         make_cross_paper(rows, "detok_13a_lc", False, tmp_path / "b.tsv", tmp_path / "b.json")
     assert not (tmp_path / "a.tsv").exists() and not (tmp_path / "b.tsv").exists()
+
+
+def test_the_results_page_shows_the_table_when_the_reference_has_it(tmp_path):
+    from mmt_repro.tables.pages import _cross_paper_section
+
+    assert _cross_paper_section(tmp_path, {}, "../..") == []  # a reference made before the table existed
+    record = {"cross_paper": {"out": TABLE, "legend": "results/tables/cross_paper.json"}}
+    assert _cross_paper_section(tmp_path, record, "../..") == []  # named but not copied
+    rows, _ = _inputs(tmp_path)
+    make_cross_paper(rows, "detok_13a_lc", False, tmp_path / TABLE, tmp_path / "results/tables/cross_paper.json")
+    lines = _cross_paper_section(tmp_path, record, "../..")
+    assert lines[1] == "## Cross-paper" and f"(../../{TABLE})" in lines[3]
+    body = [line for line in lines if line.startswith("| p") and not line.startswith("| paper")]
+    assert len(body) == 4 and body[0].startswith("| p1 | mmt | en-de | test | 2 | ")
