@@ -222,3 +222,24 @@ def test_the_results_page_shows_the_table_when_the_reference_has_it(tmp_path):
     assert lines[1] == "## Cross-paper" and f"(../../{TABLE})" in lines[3]
     body = [line for line in lines if line.startswith("| p") and not line.startswith("| paper")]
     assert len(body) == 4 and body[0].startswith("| p1 | mmt | en-de | test | 2 | ")
+
+
+def test_meteor_runs_with_norm_in_each_target_language(tmp_path, monkeypatch):
+    import mmt_repro.metrics.protocols as protocols
+
+    calls = []
+
+    def fake_group(runs, references, lang, norm, jar, java):
+        calls.append((lang, norm, len(runs)))
+        return {run: {"value": 50.0 + len(calls) + int(run[1]), "signature": f"meteor-1.5|lang:{lang}|norm:yes"}
+                for run in runs}
+
+    monkeypatch.setattr(protocols, "_meteor_group", fake_group)
+    rows, _ = _inputs(tmp_path)
+    table = make_cross_paper(rows, "detok_13a_lc", True, tmp_path / "m.tsv", tmp_path / "m.json")
+    assert calls == [("de", True, 4)]  # one JVM for the target language, every run and seed
+    assert table[0]["meteor"] == "52.50" and table[1]["meteor"] == "52.00"  # the mean over seeds 1 and 2
+    assert table[3]["meteor"] == NOT_TRANSLATED and "METEOR" not in table[0]["note"]
+    legend = json.loads((tmp_path / "m.json").read_text())
+    assert legend["meteor"]["ids"] == ["meteor_de_norm"] and legend["meteor"]["signatures"] == \
+        ["meteor-1.5|lang:de|norm:yes"]
