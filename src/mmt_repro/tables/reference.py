@@ -169,7 +169,7 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
                   if (run_dir / f).is_file()]
     cross = _cross_paper(run_dir)
     for row in (cross or {}).get("rows", []):  # the cross-paper table's translations and references
-        files += [*row["translations"].values(), *row["references"]]
+        files += [*row["translations"].values(), *row["references"], *([row["probe"]["file"]] if row["probe"] else [])]
     files += [f for f in (path("cross_paper"), path("cross_paper_legend")) if cross]
     for p, t, _ in tables:
         files += _run_files(" ".join(read_table(run_dir / path("table", paper=p, table=t))["runs"]))
