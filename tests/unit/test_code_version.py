@@ -87,11 +87,12 @@ def edit_function(file: Path, name: str) -> None:
 def test_an_edit_to_a_meteor_function_re_plans_the_scoring_jobs_only(copy):
     before = every_version(copy)
     edit_function(copy / "metrics" / "meteor.py", "meteor_score")
-    assert {stage for stage, _, _ in changed(before, every_version(copy))} == {"score", "significance", "protocols"}
-    # the grid's own code re-plans the grids alone
+    assert {stage for stage, _, _ in changed(before, every_version(copy))} == {"score", "significance", "protocols",
+                                                                            "cross_paper"}
+    # the protocols' own code re-plans the grids and the cross-paper table (which scores through it) alone
     before = every_version(copy)
     edit_function(copy / "metrics" / "protocols.py", "grid_protocols")
-    assert {stage for stage, _, _ in changed(before, every_version(copy))} == {"protocols"}
+    assert {stage for stage, _, _ in changed(before, every_version(copy))} == {"protocols", "cross_paper"}
 
 
 def test_an_edit_to_moses_re_plans_the_tokenisation_not_the_trainings(copy):

@@ -80,6 +80,7 @@ def test_every_job_kind_round_trips_through_its_dict(full):
         full.significance_jobs.job(W(paper="doubly_attentive", table="table1")),
         full.protocol_jobs.job(W(paper="bertgen", table="table2_f30k_en")),
         full.probe_jobs.job(W(paper="deepfuse", table="image_use")),
+        full.cross_paper_jobs.job(W()),
         full.curves_jobs.job(W(paper="bertgen", table="figure4_en_de")),
         full.alignment_jobs.model_job(W(paper="visual_agreement", dataset="multi30k", pair="en-de")),
         full.alignment_jobs.job(W(paper="visual_agreement", dataset="multi30k", pair="en-de", split="train")),

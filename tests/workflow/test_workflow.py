@@ -231,6 +231,28 @@ def _probe(smoke_run, paper, table):
 
 
 @pytest.mark.e2e
+def test_smoke_cross_paper_table_shows_each_image_models_shuffled_drop(smoke_run):
+    """The cross-paper table (docs/scoring.md) on the grounded set: every paper's grounded systems side
+    by side under one BLEU protocol, each probed image model with a positive shuffled drop (what
+    shuffled images take away, read from its paper's probe table), except Hirasawa et al.'s Ours,
+    whose images train the encoder only (decoding reads none: the drop is 0, docs/probes.md)."""
+    from mmt_repro.tables.cross_paper import read_cross_paper
+
+    rows = read_cross_paper(smoke_run / "results" / "tables" / "cross_paper.tsv")
+    assert {r["paper"] for r in rows} == {"doubly_attentive", "emb_pred", "visual_agreement", "bertgen"}
+    assert all(r["test_set"] == "test" and float(r["bleu"]) > 0 and r["meteor"] == "not scored" for r in rows)
+    probed = {(r["paper"], r["system"]): r for r in rows if r["probe_table"]}
+    assert set(probed) == {("doubly_attentive", "nmt_src_img"), ("visual_agreement", "mhca"),
+                           ("visual_agreement", "t_mhca"), ("bertgen", "grounded"), ("emb_pred", "ours")}
+    for key, r in probed.items():
+        drop = float(r["use_shuffled"])
+        assert drop == 0.0 if key == ("emb_pred", "ours") else drop > 0, r
+    assert {r["use_shuffled"] for r in rows if r["system"] in ("nmt", "onlytext", "t_onlytext")} == {"text-only"}
+    probe = _probe(smoke_run, "doubly_attentive", "grounded")["nmt_src_img"]
+    assert probed["doubly_attentive", "nmt_src_img"]["use_shuffled"] == probe["use_shuffled"]
+
+
+@pytest.mark.e2e
 def test_smoke_image_model_recovers_masked_colours_from_its_own_image(smoke_run):
     """The colour-masking probe on Calixto et al.'s grounded table: with the source's colour words
     masked, NMT_SRC+IMG names more of them with each caption's own image than with another's."""
@@ -498,7 +520,8 @@ def test_re_runs_follow_the_code_that_decides_each_output(smoke_run, tmp_path):
     assert changed and all("/deepfuse/" in out for _, out, _ in changed)
     assert all("/deepfuse/" in out or rule == "gather_tables" or "tables/all" in out for rule, out, _ in jobs), jobs
     changed, jobs = edited("metrics/meteor.py", "meteor_score")
-    assert changed and {rule for rule, _, _ in changed} <= {"score", "test_significance", "protocol_grid"}
+    assert changed and {rule for rule, _, _ in changed} <= {"score", "test_significance", "protocol_grid",
+                                                            "make_cross_paper_table"}
     assert not {"train_model", "translate", "tokenize"} & {rule for rule, _, _ in jobs}
     changed, jobs = edited("text/moses.py", "preprocess_lines")
     assert "tokenize" in {rule for rule, _, _ in changed}

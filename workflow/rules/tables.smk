@@ -69,6 +69,29 @@ rule make_probe_table:
         "../scripts/run_job.py"
 
 
+# The cross-paper table (the config's `cross_paper` block): every paper's systems on the same test
+# sets under one protocol, beside their probe figures (mmt_repro.tables.cross_paper; docs/scoring.md).
+rule make_cross_paper_table:
+    input:
+        unpack(PLAN.cross_paper_jobs.inputs),
+    output:
+        tsv=PATHS["cross_paper"],
+        legend=PATHS["cross_paper_legend"],
+    log:
+        "results/logs/make_cross_paper_table/cross_paper.log",
+    benchmark:
+        "results/benchmarks/make_cross_paper_table/cross_paper.tsv"
+    conda:
+        ENV
+    container:
+        CONTAINER
+    params:
+        job=PLAN.cross_paper_jobs.params,
+        code=code("cross_paper", "run_job.py"),
+    script:
+        "../scripts/run_job.py"
+
+
 rule make_table:
     input:
         unpack(PLAN.table_jobs.inputs),

@@ -1,5 +1,5 @@
 """Execution of the plan's run-level jobs (train_model, translate, dump_attention, score,
-analyse, make_table, test_significance, protocol_grid, make_probe_table, make_curves,
+analyse, make_table, test_significance, protocol_grid, make_probe_table, make_cross_paper_table, make_curves,
 learn_alignment, align, assemble_backtranslation): each module takes one job object (mmt_repro.plan.jobs), calls the one
 package function that does the work, and writes the job record beside the output
 (:mod:`.record`): the resolved job, the package version and code hash, the git commit when there
@@ -25,6 +25,7 @@ RUNNERS = {
     "significance": ("significance", "run"),
     "protocols": ("protocols", "run"),
     "probe": ("probe", "run"),
+    "cross_paper": ("cross_paper", "run"),
     "curves": ("curves", "run"),
     "alignment_model": ("alignment", "learn"),
     "align": ("alignment", "align"),

@@ -212,6 +212,23 @@ class ProbeJob(Job):
 
 
 @dataclass(frozen=True)
+class CrossPaperJob(Job):
+    """The cross-paper table (mmt_repro.tables.cross_paper): every system of every paper whose runs
+    translate the config's test sets of one dataset and pair, scored under one protocol, beside
+    its paper's image-use probe figures."""
+
+    kind: ClassVar[str] = "cross_paper"
+    dataset: str
+    bleu: str  # the BLEU protocol id (mmt_repro.metrics.protocols)
+    meteor: bool  # METEOR -norm in the target language
+    rows: list  # {paper, system, pair, test_set, translations: {seed: file}, references, ref_subword, probe, reason}
+    meteor_jar: str | None
+    inputs: dict  # translations, references, probes (lists)
+    out: str  # the table (TSV)
+    legend: str  # its runs, signatures and every seed's value (JSON)
+
+
+@dataclass(frozen=True)
 class CurvesJob(Job):
     """Learning curves of a table's systems (tables of kind curves): a table and a figure."""
 
@@ -271,8 +288,8 @@ class BacktranslationJob(Job):
 
 
 JOB_KINDS = {cls.kind: cls for cls in (TrainJob, TranslateJob, ScoreJob, AnalyseJob, TableJob, SignificanceJob,
-                                       ProtocolGridJob, ProbeJob, CurvesJob, AlignmentModelJob, AlignJob,
-                                       BacktranslationJob)}
+                                       ProtocolGridJob, ProbeJob, CrossPaperJob, CurvesJob, AlignmentModelJob,
+                                       AlignJob, BacktranslationJob)}
 
 
 def job_from_dict(data) -> Job:
@@ -284,5 +301,5 @@ def job_from_dict(data) -> Job:
 
 
 __all__ = ["Job", "TrainJob", "TranslateJob", "ScoreJob", "AnalyseJob", "TableJob", "SignificanceJob",
-           "ProtocolGridJob", "ProbeJob", "CurvesJob", "AlignmentModelJob", "AlignJob", "BacktranslationJob", "JOB_KINDS",
+           "ProtocolGridJob", "ProbeJob", "CrossPaperJob", "CurvesJob", "AlignmentModelJob", "AlignJob", "BacktranslationJob", "JOB_KINDS",
            "job_from_dict"]

@@ -41,6 +41,8 @@ PATHS = {
     "protocols": "results/tables/{paper}/{table}.protocols.tsv",  # a translation table's protocol grid
     "protocols_legend": "results/tables/{paper}/{table}.protocols.json",
     "probe": "results/tables/{paper}/{table}.probe.tsv",  # a table's image-use probe (docs/probes.md)
+    "cross_paper": "results/tables/cross_paper.tsv",  # every paper's systems under one protocol (docs/scoring.md)
+    "cross_paper_legend": "results/tables/cross_paper.json",
     "figure": "results/figures/{paper}/{table}.{figure}",
     # the source-degradation probe (plan/masking.py): a test split's word list, its source masked
     # in a chain's form, and that text through a paper's BPE

@@ -60,9 +60,10 @@ class Targets:
     """What ``all`` builds, and the requested targets' names checked against the config and the
     papers' settings."""
 
-    def __init__(self, look: Lookup, text: TextInputs):
+    def __init__(self, look: Lookup, text: TextInputs, cross_paper=None):
         self.look = look
         self.text = text  # the text stage's own targets (recipe texts, vocabulary reports)
+        self.cross_paper = cross_paper  # the cross-paper table's builder (plan.build.cross_paper)
 
     # ------------------------------------------------------------------ what `all` builds
     def all_tables(self) -> list:
@@ -79,17 +80,22 @@ class Targets:
         return [path("probe", paper=p, table=t) for p, t, table in self.look.enabled
                 if table.get("kind", "translation") == "translation" and table.get("probe")]
 
+    def all_cross_paper(self) -> list:
+        """The cross-paper table (rule make_cross_paper_table, docs/scoring.md) where the config's
+        ``cross_paper`` block plans one (its ``all``, and some row)."""
+        return [path("cross_paper")] if self.cross_paper is not None and self.cross_paper.planned() else []
+
     def default_targets(self) -> list:
         """What ``rule all`` builds: the config's ``targets`` when it names some (an overlay config
         such as config/cpu_multi30k.yaml plans only its own tables), else every table, figure,
-        statistic and report of the enabled tables, the image-use probes, and
-        (``protocol_grids.all``, the default) the protocol grid of each translation table."""
+        statistic and report of the enabled tables, the image-use probes, the cross-paper table
+        and (``protocol_grids.all``, the default) the protocol grid of each translation table."""
         if self.look.config.get("targets"):
             return list(self.look.config["targets"])
         grids = (self.look.config.get("protocol_grids") or {}).get("all", True)
         return ["results/tables/all.tsv", path("stats"), *self.text.vocab_report_targets(),
                 *self.text.recipe_targets(), *self.all_figures(), *self.report_pages(), *self.all_probes(),
-                *(self.all_protocol_grids() if grids else [])]
+                *self.all_cross_paper(), *(self.all_protocol_grids() if grids else [])]
 
     def report_pages(self) -> list:
         """The HTML pages of the Snakemake report (workflow/rules/report.smk): every enabled

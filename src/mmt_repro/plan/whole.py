@@ -15,6 +15,7 @@ from pathlib import Path
 from .build.alignment import AlignmentJobs
 from .build.analyse import AnalyseJobs
 from .build.backtranslation import BacktranslationJobs
+from .build.cross_paper import CrossPaperJobs
 from .build.curves import CurvesJobs
 from .build.packed import PackedJobs
 from .build.probe import ProbeJobs
@@ -47,7 +48,6 @@ class Plan(Lookup):
         self.vectors = WordVectorInputs(look)  # embeddings.smk
         self.figures = FigureInputs(look)  # plot_attention (tables.smk)
         self.masking = MaskingInputs(look)  # masking.smk: the masked-word lists and masked sources
-        self.targets = Targets(look, self.text)  # rule all; the requested targets' names
         # one builder per kind of job (execute/<kind>.py)
         self.train_jobs = TrainJobs(look)
         self.translate_jobs = TranslateJobs(look)
@@ -58,10 +58,13 @@ class Plan(Lookup):
         self.table_jobs = TableJobs(look, self.vectors, self.text)
         self.protocol_jobs = ProtocolGridJobs(look)  # protocol_grid: a translation table's protocol grid
         self.probe_jobs = ProbeJobs(look)  # make_probe_table: a table's image-use probe
+        self.cross_paper_jobs = CrossPaperJobs(look, self.probe_jobs)  # make_cross_paper_table
         self.curves_jobs = CurvesJobs(look)
         self.alignment_jobs = AlignmentJobs(look)
         self.backtranslation_jobs = BacktranslationJobs(look)
         self.packed_jobs = PackedJobs(look, self.train_jobs)  # packed trainings (config `packing`)
+        # rule all (the cross-paper table when it has rows); the requested targets' names
+        self.targets = Targets(look, self.text, self.cross_paper_jobs)
 
 
 def load_plan(repo, configfiles=()) -> Plan:

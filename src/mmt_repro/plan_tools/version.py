@@ -218,6 +218,14 @@ STAGES: dict[str, Stage] = {
                     decides=_m("execute.table", "tables.build", "tables.masked")),
     # a table's image-use probe (docs/probes.md)
     "probe": Stage(entries=_m("execute.probe", "tables.probe"), decides=_m("execute.probe", "tables.probe")),
+    # the cross-paper table: the protocol grid's scoring code, and the probe tables it reads
+    "cross_paper": Stage(
+        entries=_m("execute.cross_paper", "tables.cross_paper"),
+        decides=_m("execute.cross_paper", "tables.cross_paper", "tables.probe", "metrics.protocols", "metrics.mt",
+                   "metrics.meteor", "metrics.zh_words", "text.moses", "text.zh_segment", "text.recipes",
+                   "text.wordpiece", "text.bpe"),
+        not_deciding={f"{PACKAGE}.metrics.cider": "lazily imported by metrics.mt for CIDEr; the table scores no CIDEr"},
+    ),
     "curves": Stage(entries=_m("execute.curves"),
                     decides=_m("execute.curves", "tables.curves", "tables.build", "tables.masked")),
     "report": Stage(
@@ -231,7 +239,7 @@ STAGES: dict[str, Stage] = {
 JOB_STAGE = {
     "train": "train", "translate": "translate", "attention": "translate", "score": "score",
     "analyse": "analyse", "table": "tables", "significance": "significance", "protocols": "protocols",
-    "probe": "probe", "curves": "curves",
+    "probe": "probe", "cross_paper": "cross_paper", "curves": "curves",
     "alignment_model": "alignment", "align": "alignment", "backtranslation": "backtranslation",
 }
 

@@ -1,6 +1,6 @@
 """Which training runs a set of targets needs, without Snakemake: a small walk over the part of
 the workflow's graph that leads to checkpoints (tables, significance, protocol grids, scores,
-translations, attention dumps, analyses, curves, figures, back-translated corpora, the
+translations, attention dumps, analyses, curves, figures, the cross-paper table, back-translated corpora, the
 alignment-layer choice and the models themselves). Each path is matched against its template in
 ``PATHS`` (with the wildcards' patterns) and expanded with the same plan method its rule calls
 for its inputs, so the walk finds the training jobs ``snakemake -n`` would schedule. Any other
@@ -38,6 +38,8 @@ _PATTERNS = [
     ("protocols", _regex(PATHS["protocols"])),
     ("protocols", _regex(PATHS["protocols_legend"])),
     ("table", _regex(PATHS["table"])),
+    ("cross_paper", _regex(PATHS["cross_paper"])),
+    ("cross_paper", _regex(PATHS["cross_paper_legend"])),
     ("figure", re.compile(r"results/figures/(?P<paper>[a-z_]+)/(?P<table>[^/.]+)\.(?P<figure>[a-z_]+)\.(?:png|pdf)$")),
 ]
 ALL_TABLES = "results/tables/all.tsv"
@@ -85,6 +87,8 @@ class TrainingWalk:
             return _flat(p.significance_jobs.inputs(w))
         if kind == "protocols":
             return _flat(p.protocol_jobs.inputs(w))
+        if kind == "cross_paper":
+            return _flat(p.cross_paper_jobs.inputs(w))
         if kind == "table":
             if (w.paper, w.table) not in {(a, b) for a, b, _ in p.enabled}:
                 return []

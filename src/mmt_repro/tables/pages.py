@@ -6,7 +6,8 @@
   (:mod:`mmt_repro.tables.reference`): what the run is (its first line), a provenance header
   (config, commit, date, device, seeds, time per seed), every table laid out as the paper's with
   the verdicts the table code wrote, links to the learning curves and job records, and each
-  translation table's protocol grid where the evidence has one (:mod:`.protocols`);
+  translation table's protocol grid, image-use probe and the cross-paper table where the
+  evidence has them (:mod:`.protocols`, :mod:`.probe`, :mod:`.cross_paper`);
 * the content of every generated block in ``README.md`` and ``docs/**/*.md``, a block being::
 
       <!-- generated: KIND ARGS -->
@@ -126,6 +127,7 @@ def results_page(folder: Path, repo: Path) -> str:
         lines += ["", "No table or figure of this configuration is committed: run the command above to produce them."]
     lines += _grid_sections(folder, record, rel, has_tables=bool(len(df)))
     lines += _probe_sections(folder, record, rel)
+    lines += _cross_paper_section(folder, record, rel)
     others = [t for t in record["tables"] if t["kind"] != "translation"]
     if others:
         lines += ["", "## Analyses and figures", ""]
@@ -185,6 +187,16 @@ def _probe_sections(folder: Path, record: dict, rel: str) -> list[str]:
                   "| " + " | ".join(PROBE_COLUMNS) + " |", "|" + "---|" * len(PROBE_COLUMNS)]
         lines += ["| " + " | ".join(r.get(c, "") for c in PROBE_COLUMNS) + " |" for r in rows]
     return lines
+
+
+def _cross_paper_section(folder: Path, record: dict, rel: str) -> list[str]:
+    """The cross-paper table of a reference folder (none recorded: nothing)."""
+    from .cross_paper import cross_paper_markdown
+
+    cross = record.get("cross_paper")
+    if not cross or not (folder / cross["out"]).is_file():
+        return []
+    return ["", *cross_paper_markdown(folder / cross["out"], f"{rel}/{cross['out']}")]
 
 
 # --------------------------------------------------------------------------- blocks

@@ -26,6 +26,10 @@ relative paths, so every path a table names (``runs``, score files) resolves ins
     where the run folder has it, each translation table's image-use probe (docs/probes.md),
     with its own runs' scores and translations, and its job in ``reference.json``
     (``probe_jobs``).
+``results/tables/cross_paper.tsv`` (+ ``.json``)
+    where the run folder has it, the cross-paper table (:mod:`mmt_repro.tables.cross_paper`)
+    with the translations and references of its rows, named in ``reference.json``
+    (``cross_paper``).
 
 Evidence that was not kept (a run folder lost before this command existed) can be given as a
 transcription, ``transcribed/scores.tsv`` (one row per published per-seed score:
@@ -104,6 +108,14 @@ def _probe_jobs(plan, tables, run_dir: Path) -> list[dict]:
             if plan.table(p, t).get("probe") and (run_dir / path("probe", paper=p, table=t)).is_file()]
 
 
+def _cross_paper(run_dir: Path) -> dict | None:
+    """The legend of the run folder's cross-paper table (mmt_repro.tables.cross_paper), or None."""
+    tsv, legend = run_dir / path("cross_paper"), run_dir / path("cross_paper_legend")
+    if not (tsv.is_file() and legend.is_file()):
+        return None
+    return json.loads(legend.read_text(encoding="utf-8"))
+
+
 def _curve_summary(file: Path) -> dict:
     """Epochs, best validation BLEU and training seconds of a curve TSV (its last ``elapsed_s``)."""
     with open(file, encoding="utf-8", newline="") as fh:
@@ -155,6 +167,10 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
         files += [_translation_of(s) for s in job["inputs"]["scores"]]
         files += [f for f in (_translation_of(s)[: -len(".txt")] + ".stats.json" for s in job["inputs"]["scores"])
                   if (run_dir / f).is_file()]
+    cross = _cross_paper(run_dir)
+    for row in (cross or {}).get("rows", []):  # the cross-paper table's translations and references
+        files += [*row["translations"].values(), *row["references"], *([row["probe"]["file"]] if row["probe"] else [])]
+    files += [f for f in (path("cross_paper"), path("cross_paper_legend")) if cross]
     for p, t, _ in tables:
         files += _run_files(" ".join(read_table(run_dir / path("table", paper=p, table=t))["runs"]))
     files += [f for f in (_translation_of(s)[: -len(".txt")] + ".stats.json"
@@ -190,6 +206,7 @@ def collect_reference(plan, targets, run_dir: Path, out_dir: Path, configfiles=(
         "table_jobs": jobs,
         "grid_jobs": grids,
         "probe_jobs": probes,
+        **({"cross_paper": {"out": path("cross_paper"), "legend": path("cross_paper_legend")}} if cross else {}),
     }
     staging = out_dir.with_name(f".{out_dir.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
