@@ -9,10 +9,15 @@ batch's tokens and divided by their number this is the model's training cross-en
 the same batch (without label smoothing: the Transformers' ``nll``), checked by
 ``tests/unit/test_forced_decoding.py``.
 
+A model that decodes itself (``decoding = "custom"``) scores through its own
+``target_nll(batch) -> (nll (batch,), n_tokens (batch,))``, which it defines with the
+factorisation it is trained with: BertGen's is eq. 1 of Mitzalis et al. (2021), one unrolled
+row per target position (:meth:`mmt_repro.models.bertgen.BertGen.target_nll`), checked against
+its greedy decoder and its training loss by ``tests/unit/test_forced_bertgen.py``.
+
 Only a model whose output is a probability distribution over the target vocabulary can score a
 translation: :func:`scoring_capable` says which cannot and why (the embedding-prediction models
-of Hirasawa et al. output a word embedding and decode by nearest neighbour; BertGen decodes
-itself by unrolling its masked-LM input and has no step interface).
+of Hirasawa et al. output a word embedding and decode by nearest neighbour).
 """
 
 from __future__ import annotations
@@ -28,19 +33,21 @@ def scoring_capable(model) -> tuple[bool, str]:
     if model.decoding == "nearest":
         return False, (f"{model.registry_name} outputs a word embedding and decodes by nearest neighbour: "
                        "it gives no probability of a translation")
-    if model.decoding != "step":
-        return False, (f"{model.registry_name} decodes itself ({model.decoding}); it has no step "
-                       "log-probabilities to force a translation through")
+    if model.decoding == "custom" and not callable(getattr(model, "target_nll", None)):
+        return False, (f"{model.registry_name} decodes itself ({model.decoding}) and defines no target_nll: "
+                       "it gives no probability of a given translation")
     return True, ""
 
 
 def batch_nll(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     """Per sentence of ``batch`` (on the model's device, with ``tgt_in``/``tgt_out``
     ``(batch, tgt_len)``): the summed NLL of ``tgt_out`` and its number of tokens (``<eos>``
-    included), both ``(batch,)``."""
+    included), both ``(batch,)``. A model that decodes itself computes them (``target_nll``)."""
     ok, why = scoring_capable(model)
     if not ok:
         raise ValueError(why)
+    if model.decoding == "custom":
+        return model.target_nll(batch)
     tgt_in, tgt_out = batch["tgt_in"], batch["tgt_out"]
     pad = model.specials.pad
     keep = tgt_out != pad
