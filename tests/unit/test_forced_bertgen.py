@@ -169,3 +169,63 @@ def test_mean_nll_per_token_is_the_training_loss_on_the_unrolled_examples(vocab,
         nll, n_tokens = batch_nll(model, data.collate(list(range(6))))
     assert int(n_tokens.sum()) == int(out["n_tokens"]) == len(mix)
     torch.testing.assert_close(nll.sum() / n_tokens.sum(), out["loss"].double(), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.slow
+def test_a_bertgen_system_gets_a_commute_accuracy_under_each_lines_regions(standin, tmp_path):
+    """CoMMuTE end to end for BertGen: an exported tiny BertGen (the paper's lc.wp recipe with a
+    WordPiece vocabulary learnt on the text) and a region store with one row per CoMMuTE line
+    (random BUTD-layout features imported as the workflow imports BertGen's); each line's two
+    translations are forced through target_nll under its own regions."""
+    from mmt_repro.checkpoint import export_checkpoint, save_checkpoint
+    from mmt_repro.corpora.commute import read_commute
+    from mmt_repro.decode.commute import score_commute
+    from mmt_repro.features.pretrained import import_pretrained
+    from mmt_repro.io import write_lines
+    from mmt_repro.text.system_recipe import SideRecipe, SystemRecipe
+    from mmt_repro.text.wordpiece import learn_wordpiece
+
+    text = standin("commute")["resources"]
+    data = read_commute(text, "en-de")
+    lines = write_lines(tmp_path / "lc.txt", [x.lower() for x in [*data.src, *data.correct, *data.incorrect]])
+    system = tmp_path / "system"
+    system.mkdir()
+    learn_wordpiece([lines], system / "vocab.txt", vocab_size=400)
+    vocab = Vocab.from_wordpiece(system / "vocab.txt")
+    vocab.save(tmp_path / "vocab.json")
+    recipe = SystemRecipe("bertgen", "en-de", SideRecipe("en", "lc.wp", "wordpiece", wordpiece_vocab="vocab.txt"),
+                          SideRecipe("de", "lc.wp", "wordpiece", wordpiece_vocab="vocab.txt"))
+    torch.manual_seed(0)
+    model = build_model("bertgen.bertgen", TINY, Vocabs.of(vocab, vocab))
+    ckpt = save_checkpoint(tmp_path / "m.pt", model, {"src": vocab.fingerprint(), "tgt": vocab.fingerprint()},
+                           with_rng=False)
+    export_checkpoint(ckpt, system, src_vocab=tmp_path / "vocab.json", tgt_vocab=tmp_path / "vocab.json")
+    recipe.save(system)
+    # one row of regions per line, in img.order's order (BertGen's butd-regions, imported)
+    n, k = len(data.images), 4
+    rng = np.random.default_rng(0)
+    xy = rng.random((n, k, 2), dtype=np.float32) * 0.5
+    wh = rng.random((n, k, 2), dtype=np.float32) * 0.4 + 0.1
+    np.savez(tmp_path / "commute_obj36.npz", features=rng.normal(size=(n, k, 6)).astype(np.float32),
+             boxes_and_areas=np.concatenate([xy, xy + wh, wh[..., :1] * wh[..., 1:]], -1), order=np.arange(n))
+    image_list = write_lines(tmp_path / "commute.txt", data.images)
+    npy, index = tmp_path / "commute.npy", tmp_path / "commute.index.parquet"
+    import_pretrained("butd", tmp_path / "commute_obj36.npz", image_list, npy, index,
+                      out_boxes=tmp_path / "commute.boxes.npy", max_boxes=k)
+    result = score_commute(system, text, "en-de", tmp_path / "acc.json", features_npy=npy, features_index=index,
+                           device="cpu", batch_size=32)
+    assert result["model"] == "bertgen.bertgen" and result["images"] and result["segmentation"] == "wordpiece"
+    assert result["n"] == 300 and result["accuracy"] == pytest.approx(100 * result["right"] / 300)
+    assert result["tgt_unk_tokens"] == 0  # every character is a piece: unknown words split, no [UNK]
+    assert all(x > 0 for x in result["correct_nll"] + result["incorrect_nll"])
+    # the same translations under the other image of each pair: line i's correct NLL under image
+    # i^1 is line i^1's incorrect NLL under its own image (the pairs swap their translations)
+    swapped = tmp_path / "swapped_obj36.npz"
+    np.savez(swapped, **{key: value[[i ^ 1 for i in range(n)]] if key != "order" else value
+                         for key, value in np.load(tmp_path / "commute_obj36.npz").items()})
+    npy2, index2 = tmp_path / "swapped.npy", tmp_path / "swapped.index.parquet"
+    import_pretrained("butd", swapped, image_list, npy2, index2, out_boxes=tmp_path / "swapped.boxes.npy",
+                      max_boxes=k)
+    other = score_commute(system, text, "en-de", None, features_npy=npy2, features_index=index2, device="cpu")
+    assert other["correct_nll"] != result["correct_nll"]  # the regions change the NLL
+    assert other["correct_nll"][0] == pytest.approx(result["incorrect_nll"][1], rel=1e-5)
