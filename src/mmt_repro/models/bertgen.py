@@ -39,6 +39,7 @@ MLM head               :meth:`BertGen.predict`: ``logits = W_E T(h_mask) + b`` (
 decoding               :meth:`BertGen.search`: put the argmax into the [MASK] slot, shift
                        [MASK] right, stop at ``[STOP]`` (our ``<eos>``) or after ``max_len``
                        steps; every sentence of a batch at once, sentences leaving as they stop
+forced scoring         :meth:`BertGen.target_nll`: eq. 1 summed over a given target (CoMMuTE)
 hybrid initialisation  :func:`~mmt_repro.models.bertgen_convert.load_pretrained` with its key
 (Figure 2)             tables: VL-BERT's visual parts, position and token-type
                        embeddings; M-BERT's word embeddings, embedding LayerNorm, Transformer
