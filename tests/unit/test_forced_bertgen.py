@@ -92,6 +92,12 @@ def trained(vocab, data, steps: int = 25):
 
 def test_bertgen_is_scoring_capable(vocab):
     assert scoring_capable(tiny(vocab)) == (True, "")
+    # a model that decodes itself without a target_nll gives no probability of a translation
+    other = type("M", (), {"decoding": "custom", "registry_name": "toy.custom"})()
+    ok, why = scoring_capable(other)
+    assert not ok and why.startswith("toy.custom decodes itself (custom) and defines no target_nll")
+    with pytest.raises(ValueError, match="defines no target_nll"):
+        batch_nll(other, {})
 
 
 @pytest.mark.parametrize("with_images", [False, True])
