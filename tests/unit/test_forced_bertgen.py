@@ -1,4 +1,4 @@
-"""BertGen's forced scoring (BertGen.target_nll through mmt_repro.decode.forced): the NLL of a
+"""BertGen's forced scoring (models.bertgen_scoring.target_nll through mmt_repro.decode.forced): the NLL of a
 greedy hypothesis is minus the log-probabilities of the tokens the [MASK]-shift decoder picked,
 a sentence gets the same NLL in any batch, and the mean over a batch's tokens is the training
 loss on its unrolled examples. Tiny random BertGen, tiny WordPiece vocabulary."""
@@ -15,6 +15,7 @@ from mmt_repro.decode.forced import batch_nll, forced_nll, scoring_capable
 from mmt_repro.decode.loop import decode_data
 from mmt_repro.models import Vocabs, build_model
 from mmt_repro.models.bertgen import layout, text_ids
+from mmt_repro.models.bertgen_scoring import target_nll
 from mmt_repro.settings import DecodeSettings
 from mmt_repro.text.vocab import Vocab
 from mmt_repro.text.wordpiece import LEARNED_SPECIALS
@@ -95,8 +96,8 @@ def test_bertgen_is_scoring_capable(vocab):
     # a model that decodes itself without a target_nll gives no probability of a translation
     other = type("M", (), {"decoding": "custom", "registry_name": "toy.custom"})()
     ok, why = scoring_capable(other)
-    assert not ok and why.startswith("toy.custom decodes itself (custom) and defines no target_nll")
-    with pytest.raises(ValueError, match="defines no target_nll"):
+    assert not ok and why.startswith("toy.custom decodes itself (custom) and has no target_nll")
+    with pytest.raises(ValueError, match="has no target_nll"):
         batch_nll(other, {})
 
 
@@ -156,7 +157,7 @@ def test_a_sentence_gets_the_same_nll_alone_and_in_any_batch(vocab, tmp_path):
     # rows split over several passes (max_rows) change nothing either
     batch = data.collate(list(range(7)))
     with torch.inference_mode():
-        few, _ = model.target_nll(batch, max_rows=4)
+        few, _ = target_nll(model, batch, max_rows=4)
     np.testing.assert_allclose(few.numpy(), together, rtol=1e-7, atol=1e-9)
     # and the image matters (the NLL is of the image-conditioned model)
     other = ParallelData(src, vocab, tgt, vocab, features=Regions(7, seed=5), langs=("en", "de"))

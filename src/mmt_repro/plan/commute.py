@@ -21,7 +21,7 @@ ANALYSIS = "commute"
 IMAGES_INPUT = "commute_images"
 #: Models that give a translation no probability (:func:`mmt_repro.decode.forced.scoring_capable`
 #: refuses them, and a test holds this table to it), and why. BertGen, which decodes itself, scores
-#: a translation under its own factorisation (``BertGen.target_nll``) and is not here.
+#: a translation under its own factorisation (``models.bertgen_scoring.target_nll``) and is not here.
 NOT_SCORING = {
     "emb_pred.ours": "outputs a word embedding and decodes by nearest neighbour: it gives no probability of a "
                      "translation to rank CoMMuTE's pair by",
