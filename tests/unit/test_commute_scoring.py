@@ -193,13 +193,19 @@ def test_commute_tables_plan_every_scoring_system_and_say_what_the_others_need()
     # imported features and models without a probability say so
     va = pending(with_images, "visual_agreement", with_images.table("visual_agreement", "commute_en_fr"))
     assert "onlytext" not in va and "t_onlytext" not in va and va["soft"].startswith("needs butd-obj36 features")
-    bg = pending(with_images, "bertgen", with_images.table("bertgen", "commute_en_de"))
-    assert list(bg) == ["bertgen"] and bg["bertgen"].startswith("not scoring-capable: bertgen.bertgen decodes itself")
+    # BertGen scores through its own target_nll: its rows are planned, and wait only for region
+    # features of the CoMMuTE images (its butd-regions are imported); the fairseq baseline is scored
+    for pair in ("en_de", "en_fr"):
+        table = with_images.table("bertgen", f"commute_{pair}")
+        bg = pending(with_images, "bertgen", table)
+        assert list(bg) == ["bertgen"] and bg["bertgen"].startswith("needs butd-regions features of the CoMMuTE images")
+        assert table["systems"] == ["fairseq", "bertgen"]
+        assert with_images.table_jobs.scores("bertgen", f"commute_{pair}")
     # NOT_SCORING is exactly the registered models that forced decoding refuses
     papers = ("doubly_attentive", "emb_pred", "deepfuse", "visual_agreement", "bertgen")
     refused = {name for name in available() if name.split(".")[0] in papers  # not other tests' toy models
-               if not scoring_capable(type("M", (), {"decoding": model_class(name).decoding, "registry_name": name}))[0]}
-    assert refused == set(NOT_SCORING) == {"emb_pred.ours", "emb_pred.ours_text", "bertgen.bertgen"}
+               if not scoring_capable(model_class(name))[0]}
+    assert refused == set(NOT_SCORING) == {"emb_pred.ours", "emb_pred.ours_text"}
 
 
 def test_the_table_shows_each_runs_accuracy_and_what_a_pending_row_needs(tmp_path):

@@ -9,10 +9,16 @@ batch's tokens and divided by their number this is the model's training cross-en
 the same batch (without label smoothing: the Transformers' ``nll``), checked by
 ``tests/unit/test_forced_decoding.py``.
 
+A model that decodes itself (``decoding = "custom"``) scores through a function of its own,
+``target_nll(model, batch) -> (nll (batch,), n_tokens (batch,))`` under the factorisation it
+is trained with (:func:`custom_scorer`): BertGen's is eq. 1 of Mitzalis et al. (2021), one
+unrolled row per target position (:func:`mmt_repro.models.bertgen_scoring.target_nll`, a module
+beside the model's so that its trainings and decodings keep their code version), checked
+against its greedy decoder and its training loss by ``tests/unit/test_forced_bertgen.py``.
+
 Only a model whose output is a probability distribution over the target vocabulary can score a
 translation: :func:`scoring_capable` says which cannot and why (the embedding-prediction models
-of Hirasawa et al. output a word embedding and decode by nearest neighbour; BertGen decodes
-itself by unrolling its masked-LM input and has no step interface).
+of Hirasawa et al. output a word embedding and decode by nearest neighbour).
 """
 
 from __future__ import annotations
@@ -23,24 +29,35 @@ import torch
 from ..datasets.batching import move
 
 
+def custom_scorer(model):
+    """The forced-scoring function of a model that decodes itself, or None."""
+    if model.registry_name == "bertgen.bertgen":
+        from ..models.bertgen_scoring import target_nll
+
+        return target_nll
+    return None
+
+
 def scoring_capable(model) -> tuple[bool, str]:
     """Whether ``model`` gives translations a probability (and, if not, why)."""
     if model.decoding == "nearest":
         return False, (f"{model.registry_name} outputs a word embedding and decodes by nearest neighbour: "
                        "it gives no probability of a translation")
-    if model.decoding != "step":
-        return False, (f"{model.registry_name} decodes itself ({model.decoding}); it has no step "
-                       "log-probabilities to force a translation through")
+    if model.decoding == "custom" and custom_scorer(model) is None:
+        return False, (f"{model.registry_name} decodes itself ({model.decoding}) and has no target_nll: "
+                       "it gives no probability of a given translation")
     return True, ""
 
 
 def batch_nll(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     """Per sentence of ``batch`` (on the model's device, with ``tgt_in``/``tgt_out``
     ``(batch, tgt_len)``): the summed NLL of ``tgt_out`` and its number of tokens (``<eos>``
-    included), both ``(batch,)``."""
+    included), both ``(batch,)``. A model that decodes itself: its :func:`custom_scorer`."""
     ok, why = scoring_capable(model)
     if not ok:
         raise ValueError(why)
+    if model.decoding == "custom":
+        return custom_scorer(model)(model, batch)
     tgt_in, tgt_out = batch["tgt_in"], batch["tgt_out"]
     pad = model.specials.pad
     keep = tgt_out != pad
@@ -71,4 +88,4 @@ def forced_nll(model, data, device, batch_size: int = 64) -> tuple[np.ndarray, n
     return nll, n_tokens
 
 
-__all__ = ["batch_nll", "forced_nll", "scoring_capable"]
+__all__ = ["batch_nll", "custom_scorer", "forced_nll", "scoring_capable"]

@@ -53,7 +53,9 @@ Decode (``decoding``, class attribute)
       embedding to every target embedding (:func:`nearest_neighbour_scores`) and decoding is
       greedy (the nearest neighbour at each step);
     - ``"custom"``: the model decodes itself with ``search(batch, settings, specials)`` returning
-      one list of token ids per sentence (BertGen's [MASK]-shift decoding).
+      one list of token ids per sentence (BertGen's [MASK]-shift decoding); it gives a given
+      translation a probability (forced scoring, :mod:`mmt_repro.decode.forced`) through a function of
+      its own (``target_nll(model, batch)``, :func:`mmt_repro.decode.forced.custom_scorer`).
 
     Every kind bounds a hypothesis by :func:`length_limits` (``max_len``, ``max_len_a``,
     ``max_len_b`` of the decode settings), the same bound the shared search applies.

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 ANALYSIS = "commute"
 IMAGES_INPUT = "commute_images"
-#: Models that give a translation no probability (``decoding`` other than ``step``:
-#: :func:`mmt_repro.decode.forced.scoring_capable`, which a test holds this table to), and why.
+#: Models that give a translation no probability (:func:`mmt_repro.decode.forced.scoring_capable`
+#: refuses them, and a test holds this table to it), and why. BertGen, which decodes itself, scores
+#: a translation under its own factorisation (``models.bertgen_scoring.target_nll``) and is not here.
 NOT_SCORING = {
     "emb_pred.ours": "outputs a word embedding and decodes by nearest neighbour: it gives no probability of a "
                      "translation to rank CoMMuTE's pair by",
     "emb_pred.ours_text": "outputs a word embedding and decodes by nearest neighbour: it gives no probability of a "
                           "translation to rank CoMMuTE's pair by",
-    "bertgen.bertgen": "decodes itself by unrolling its masked input one position at a time: no step "
-                       "log-probabilities to force a translation through here",
 }
 
 
