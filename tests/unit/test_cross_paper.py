@@ -51,21 +51,27 @@ def test_the_full_config_has_a_row_per_multi30k_system_and_test_set(full):
     assert job.out == TABLE and TABLE in full.targets.default_targets()
     expected = {(p, s, table["pair"]) for p, t, table in full.enabled
                 if full.table_kind(p, t) == "translation" and table["dataset"] == "multi30k"
-                and table["pair"] in ("en-de", "en-fr") for s in table["systems"]}
+                and table["pair"] in ("en-de", "en-fr", "fr-en") for s in table["systems"]}
     rows = {(r["paper"], r["system"], r["pair"]): [] for r in job.rows}
     for r in job.rows:
         rows[r["paper"], r["system"], r["pair"]].append(r["test_set"])
     assert set(rows) == expected
     assert all(tests == MULTI30K_TESTS for tests in rows.values())
     papers = {p for p, _, _ in rows}
-    assert {"doubly_attentive", "visual_agreement", "bertgen"} <= papers
-    assert not papers & {"emb_pred", "deepfuse"}  # Fr-En and VATEX En-Zh only
-    # a translated row reads every seed of the paper's tables; the others say why
+    assert papers == {"doubly_attentive", "emb_pred", "visual_agreement", "bertgen"}  # DeepFuse: VATEX En-Zh
+    # every row reads every seed the paper's tables train; a test set they leave out is decoded here
     da = {r["test_set"]: r for r in job.rows if (r["paper"], r["system"]) == ("doubly_attentive", "nmt_src_img")}
     assert sorted(da["test_2016_flickr"]["translations"]) == ["1", "2", "3"] and not da["test_2016_flickr"]["reason"]
     assert da["test_2016_flickr"]["probe"] == {"table": "image_use",
                                                "file": "results/tables/doubly_attentive/image_use.probe.tsv"}
-    assert not da["test_2017_flickr"]["translations"] and "not translated" in da["test_2017_flickr"]["reason"]
+    assert not da["test_2016_flickr"]["decoded_here"]
+    for test_set in ("test_2017_flickr", "test_2017_mscoco"):
+        row = da[test_set]
+        assert row["decoded_here"] and not row["reason"] and row["references"]
+        assert row["translations"] == {str(seed): f"results/translations/doubly_attentive/nmt_src_img/multi30k."
+                                                  f"{test_set}.en-de.seed{seed}.congruent.txt" for seed in (1, 2, 3)}
+        assert not set(row["translations"].values()) & _planned_translations(full)
+    assert all(r["translations"] and not r["reason"] for r in job.rows)
     va = {(r["system"], r["test_set"]): r for r in job.rows if r["paper"] == "visual_agreement" and r["pair"] == "en-de"}
     assert va["onlytext", "test_2017_flickr"]["translations"] and va["onlytext", "test_2017_flickr"]["probe_reason"] \
         == "text-only"
@@ -75,7 +81,12 @@ def test_the_full_config_has_a_row_per_multi30k_system_and_test_set(full):
 
 def test_the_table_reads_only_runs_the_papers_tables_plan_and_adds_no_training(full):
     job = full.cross_paper_jobs.build()
-    assert set(job.inputs["translations"]) <= _planned_translations(full)
+    own = {f for r in job.rows if r["decoded_here"] for f in r["translations"].values()}
+    assert own and set(job.inputs["translations"]) - own <= _planned_translations(full)
+    kept = Plan(_config({"cross_paper": {"decode_missing": False}}), REPO).cross_paper_jobs.build()
+    assert set(kept.inputs["translations"]) <= _planned_translations(full)
+    missing = [r for r in kept.rows if not r["translations"]]
+    assert missing and all(r["reason"].startswith("not translated") for r in missing)
     assert set(job.inputs["probes"]) <= set(full.targets.all_probes())
     off = Plan(_config({"cross_paper": {"all": False}}), REPO)
     with_block, without = full.targets.default_targets(), off.targets.default_targets()

@@ -11,7 +11,8 @@ their image-use figures (docs/scoring.md, "The cross-paper table").
         Meteor 1.5 with ``-norm`` in the target language (:mod:`mmt_repro.metrics.protocols`),
         each paper's translations against its references in its own scoring form, both through
         the same text form (so a ``bleu`` cell equals the paper's protocol grid's cell of that
-        protocol); ``not translated`` where the paper's tables do not translate the test set,
+        protocol); ``not translated`` where the test set was not decoded
+        (``cross_paper.decode_missing: false``),
         ``not scored`` where METEOR is off (``cross_paper.meteor: false``);
     ``gain``, ``use_shuffled``, ``use_blank_zero``, ``use_blank_mean``, ``verdict``
         read from the row of the paper's probe table (:mod:`mmt_repro.tables.probe`: BLEU under
@@ -19,7 +20,8 @@ their image-use figures (docs/scoring.md, "The cross-paper table").
         ``not run`` where the probe has not run a condition, ``text-only`` for a system that reads
         no image, ``no probe`` for a multimodal system that no probe table covers;
     ``probe_table``, ``note``
-        the probe table read, and why a cell holds no number.
+        the probe table read, why a cell holds no number, and whether the row's translations
+        were decoded for this table (a test set no table of its paper translates).
 ``results/tables/cross_paper.json``
     the protocols (description and signatures) and, for each row, its translations (one per
     seed), references, probe table and every seed's value: the runs behind each cell.
@@ -115,6 +117,8 @@ def make_cross_paper(rows: Sequence[Mapping], bleu: str, meteor: bool, out_tsv: 
                 signatures.setdefault(pid, set()).add(v["signature"])
         meteor_pid = meteor_id(row["pair"].split("-")[1], True)
         notes = [row["reason"]] if row.get("reason") else []
+        if row.get("decoded_here"):
+            notes.append("decoded for this table (no table of the paper translates this test set)")
         if seeds:
             cell_bleu = _mean2([per_seed[s][bleu]["value"] for s in seeds])
             cell_meteor = _mean2([per_seed[s][meteor_pid]["value"] for s in seeds]) if meteor else NOT_SCORED
@@ -130,6 +134,7 @@ def make_cross_paper(rows: Sequence[Mapping], bleu: str, meteor: bool, out_tsv: 
                **cells, "probe_table": (row["probe"] or {}).get("table", ""), "note": "; ".join(notes)}
         table.append(out)
         legend_rows.append({**{k: row[k] for k in KEY}, "translations": row["translations"],
+                            "decoded_here": bool(row.get("decoded_here")),
                             "references": list(row["references"]), "probe": row.get("probe"),
                             "values": {s: {("bleu" if pid == bleu else "meteor"): v["value"] for pid, v in e.items()}
                                        for s, e in per_seed.items()},

@@ -3,12 +3,15 @@ translate the config's test sets of one dataset and pair (the config's ``cross_p
 its translations scored under one protocol (:mod:`mmt_repro.tables.cross_paper`), beside the
 image-use figures of its paper's probe table (:mod:`mmt_repro.tables.probe`).
 
-It plans no run of its own: a row reads the congruent translations of the papers' enabled
+It trains nothing of its own: a row reads the congruent translations of the papers' enabled
 translation tables (every seed a table gives; the same file when several tables share a run),
 each paper's references in its scoring form (as the protocol grid does), and the probe table
-of the paper's table that probes the system on that test set. A system whose paper's tables do
-not translate one of the test sets gets a row that says so; a text-only system's probe cells
-say ``text-only``; a multimodal system that no probe table covers, ``no probe``."""
+of the paper's table that probes the system on that test set. A test set that none of the
+paper's tables translates is decoded for this table (``decode_missing``, the default): the same
+checkpoints, decode block and congruent images as the table's other test sets, one translate
+job per seed (the path is the run's, so a table that later translates it reads the same file);
+with ``decode_missing: false`` its row says it was not translated. A text-only system's probe
+cells say ``text-only``; a multimodal system that no probe table covers, ``no probe``."""
 
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ from ..paths import path
 from . import JobBuilder
 from .probe import ProbeJobs
 
-DEFAULTS = {"all": True, "bleu": "detok_13a_lc", "meteor": True, "papers": None}
+DEFAULTS = {"all": True, "bleu": "detok_13a_lc", "meteor": True, "papers": None, "decode_missing": True}
 TEXT_ONLY = "text-only"
+SEEDS = "__seeds__"  # in :meth:`CrossPaperJobs.systems`' entries: every seed the tables train
 NO_PROBE = "no probe"
 
 
@@ -52,7 +56,8 @@ class CrossPaperJobs(JobBuilder):
     def systems(self) -> dict:
         """(paper, system, pair) -> test set -> seed -> translation file, over the enabled
         translation tables of the block's dataset and pairs, in the papers', the pairs' and the
-        tables' order (a test set no table of the paper translates: absent)."""
+        tables' order (a test set no table of the paper translates: absent), and under
+        :data:`SEEDS` every seed the tables give the system (str -> int)."""
         s = self.settings()
         look = self.look
         look.dataset_config(s["dataset"])
@@ -64,6 +69,9 @@ class CrossPaperJobs(JobBuilder):
                 continue
             for system in t["systems"]:
                 entry = found.setdefault((paper, system, t["pair"]), {})
+                seeds = entry.setdefault(SEEDS, {})
+                for seed in t["seeds"]:
+                    seeds.setdefault(str(seed), seed)
                 for test_set in (ts for ts in t["test_sets"] if ts in s["test_sets"]):
                     for seed in t["seeds"]:
                         entry.setdefault(test_set, {})[str(seed)] = look.run_file(
@@ -90,13 +98,19 @@ class CrossPaperJobs(JobBuilder):
         rows = []
         for (paper, system, pair), runs in self.systems().items():
             tgt = pair.split("-")[1]
-            translated = [ts for ts in s["test_sets"] if ts in runs]
+            translated = [ts for ts in s["test_sets"] if ts in runs and ts != SEEDS]
             for test_set in s["test_sets"]:
                 probe, why = self.probe_of(paper, system, pair, test_set)
                 row = {"paper": paper, "system": system, "pair": pair, "test_set": test_set,
                        "translations": dict(runs.get(test_set, {})), "references": [], "ref_subword": "none",
-                       "probe": probe, "probe_reason": why, "reason": ""}
-                if test_set in runs:
+                       "probe": probe, "probe_reason": why, "reason": "", "decoded_here": False}
+                if test_set not in runs and s["decode_missing"]:
+                    row["translations"] = {
+                        key: path("translation", paper=paper, system=system, dataset=s["dataset"], split=test_set,
+                                  pair=pair, seed=seed, condition="congruent")
+                        for key, seed in runs[SEEDS].items()}
+                    row["decoded_here"] = True
+                if row["translations"]:
                     row["references"] = look.reference_files(paper, s["dataset"], test_set, tgt)
                     row["ref_subword"] = "wordpiece" if look.recipe(paper).subword_for(tgt) == "wordpiece" else "none"
                 else:
