@@ -304,6 +304,27 @@ def test_smoke_builds_a_protocol_grid_per_translation_table(smoke_run, wf):
 
 
 @pytest.mark.slow
+def test_without_kept_checkpoints_a_decoded_models_checkpoints_are_gone(tmp_path, wf):
+    """keep_checkpoints: false (the rehearsal): the checkpoint is a temp output, deleted once the
+    jobs that read it have run, and the finished training's resume state goes with its job; the
+    curve and the job record stay."""
+    (tmp_path / "keep.yaml").write_text("keep_checkpoints: false\n", encoding="utf-8")
+    stem = "results/models/doubly_attentive/nmt/grounded.en-de.seed1"
+    target = "results/translations/doubly_attentive/nmt/grounded.test.en-de.seed1.congruent.txt"
+    args = wf.reduced_args(tmp_path, target)
+    res = snakemake(*args, str(tmp_path / "keep.yaml"), "--cores", "2")
+    assert res.returncode == 0, wf.failure_report(res, tmp_path)
+    assert len((tmp_path / target).read_text(encoding="utf-8").splitlines()) == 30  # the reduced test split
+    for kept in (".curve.tsv", ".job.json"):
+        assert (tmp_path / f"{stem}{kept}").stat().st_size > 0
+    for gone in (".best.pt", ".last.pt", ".last.best.pt"):
+        assert not (tmp_path / f"{stem}{gone}").exists(), gone
+    # nothing left to do: the deleted checkpoint is not needed again
+    again = snakemake(*args, str(tmp_path / "keep.yaml"), "--cores", "2", "-n")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-2000:]
+
+
+@pytest.mark.slow
 def test_multi30k_from_the_mirror_through_the_dag_matches_the_official_tokenised_text(tmp_path):
     shared = REPO.parent / "shared" / "datasets"
     mirror, official = shared / "multi30k", shared / "multi30k-extra" / "task1" / "tok"
