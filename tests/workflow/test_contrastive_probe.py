@@ -4,9 +4,9 @@ test split separates a model that reads the image from one that does not.
 CoMMuTE (docs/scoring.md) asks whether a system gives the translation that matches the image a
 lower perplexity than one that does not. The grounded captions hide in the English source what
 only the image shows; here, every test line whose source names no colour while its German
-reference names exactly one makes an item: the reference against the same sentence with that
-colour word changed to the next colour of the grounded palette (the same inflection, a form the
-captions use). Both are forced through the smoke run's trained systems
+reference names exactly one makes three items: the reference against the same sentence with that
+colour word changed to each other colour of the grounded palette (the same inflection, a form the
+captions use), so that a model ranking colours by the text alone wins about half of them. Both are forced through the smoke run's trained systems
 (:func:`mmt_repro.decode.forced.forced_nll`, the path CoMMuTE scores with) and the accuracy is
 :func:`mmt_repro.metrics.commute.contrastive_accuracy`'s. A model reading the congruent image
 should pick the reference; text alone, shuffled images or none leave it the text's prior, near
@@ -30,9 +30,9 @@ SYSTEMS = [("doubly_attentive", "nmt", None), ("doubly_attentive", "nmt_src_img"
 SHUFFLE_SEED = 1234  # the config's shuffle_seed: the derangement every probe uses
 
 
-def _items(run: Path) -> tuple[list[str], list[str], list[str], list[int]]:
-    """Sources, references, the contrastive references (the colour changed where the line is an
-    item, else the reference) and the item lines."""
+def _items(run: Path) -> tuple[list[str], list[str], list[list[str]], list[int]]:
+    """Sources, references, the contrastive references (one list per other colour: the colour
+    changed where the line is an item, else the reference) and the item lines."""
     from mmt_repro.corpora.masked_words import grounded_colour_lexicon
     from mmt_repro.io import read_lines
 
@@ -40,7 +40,7 @@ def _items(run: Path) -> tuple[list[str], list[str], list[str], list[int]]:
     palette = list(lexicon)
     src = read_lines(run / "results" / "data" / "grounded" / "test.en")
     ref = read_lines(run / "results" / "data" / "grounded" / "test.de")
-    wrong, items = list(ref), []
+    wrong, items = [list(ref) for _ in palette[1:]], []
     for i, (s, t) in enumerate(zip(src, ref)):
         if any(form in s.split() for c in palette for form in lexicon[c]["en"]):
             continue  # the source names the colour: no need of the image
@@ -49,14 +49,13 @@ def _items(run: Path) -> tuple[list[str], list[str], list[str], list[int]]:
         if len(hits) != 1:
             continue
         k, colour = hits[0]
-        other = palette[(palette.index(colour) + 1) % len(palette)]
-        # the same ending on the other colour's stem (the captions' forms: rot-e, blau-en, ...)
-        ending = [f for f in lexicon[colour]["de"] if words[k] == f]
         stem = os.path.commonprefix(list(lexicon[colour]["de"]))
-        changed = os.path.commonprefix(list(lexicon[other]["de"])) + words[k][len(stem):]
-        assert ending and changed in lexicon[other]["de"], (words[k], changed)
-        words[k] = changed
-        wrong[i] = " ".join(words)
+        for shift, variant in enumerate(wrong, start=1):
+            other = palette[(palette.index(colour) + shift) % len(palette)]
+            # the same ending on the other colour's stem (the captions' forms: rot-e, blau-en, ...)
+            changed = os.path.commonprefix(list(lexicon[other]["de"])) + words[k][len(stem):]
+            assert changed in lexicon[other]["de"], (words[k], changed)
+            variant[i] = " ".join(words[:k] + [changed] + words[k + 1:])
         items.append(i)
     return src, ref, wrong, items
 
@@ -82,7 +81,7 @@ def _accuracies(run: Path, paper: str, system: str, features: str | None, tmp: P
         store / "test.npy" if store else None, store / "test.index.parquet" if store else None, "cpu")
     src = write_lines(tmp / f"{paper}.{system}.src", recipe.prepare(src_raw, "src"))
     targets = {which: write_lines(tmp / f"{paper}.{system}.{which}", recipe.prepare(lines, "tgt"))
-               for which, lines in (("correct", ref), ("incorrect", wrong))}
+               for which, lines in (("correct", ref), *((f"incorrect{n}", w) for n, w in enumerate(wrong)))}
     conditions = {"congruent": (feats, None)}
     if feats is not None:
         conditions["shuffled"] = (feats, SHUFFLE_SEED)
@@ -96,19 +95,23 @@ def _accuracies(run: Path, paper: str, system: str, features: str | None, tmp: P
                                 langs=pair_langs("en-de"))
             total, n_tokens = forced_nll(model, data, dev)
             mean_nll[which] = [float(total[i] / n_tokens[i]) for i in items]
-        out[condition] = contrastive_accuracy(mean_nll["correct"], mean_nll["incorrect"])
+        incorrect = [k for k in mean_nll if k != "correct"]
+        out[condition] = contrastive_accuracy(mean_nll["correct"] * len(incorrect),
+                                              [v for k in incorrect for v in mean_nll[k]])
     return out
 
 
 def test_grounded_contrastive_accuracy_separates_the_image_model_from_the_text_only_one(smoke_run, tmp_path):
     src, ref, wrong, items = _items(smoke_run)
-    assert 100 <= len(items) <= len(src) and all(wrong[i] != ref[i] for i in items)
-    assert sum(a != b for a, b in zip(ref, wrong)) == len(items)
+    assert 100 <= len(items) <= len(src) and len(wrong) == 3
+    for variant in wrong:
+        assert [i for i, (a, b) in enumerate(zip(ref, variant)) if a != b] == items
+    assert all(len({ref[i], *(v[i] for v in wrong)}) == 4 for i in items)
     acc = {(paper, system): _accuracies(smoke_run, paper, system, features, tmp_path)
            for paper, system, features in SYSTEMS}
     for key, by_condition in acc.items():
         print(key, {c: f"{r['accuracy']:.2f} ({r['right']}/{r['n']})" for c, r in by_condition.items()})
-        assert all(r["n"] == len(items) for r in by_condition.values())
+        assert all(r["n"] == 3 * len(items) for r in by_condition.values())
     text_only = acc["doubly_attentive", "nmt"]["congruent"]["accuracy"]
     assert abs(text_only - 50) <= BLIND
     for key in (("doubly_attentive", "nmt_src_img"), ("bertgen", "grounded")):
