@@ -70,6 +70,25 @@ def test_resume_after_kill_gives_identical_weights(toy_corpus, tmp_path, monkeyp
     )
 
 
+def test_a_finished_run_is_restored_only_while_its_training_inputs_are_unchanged(toy_corpus, tmp_path):
+    first = run(toy_corpus, tmp_path, max_epochs=2)
+    assert not first["restored"] and first["steps"] == 16
+    inputs = read_checkpoint(tmp_path / "last.pt")["progress"]["inputs"]
+    assert str(toy_corpus["dir"] / "train.tgt") in inputs and str(toy_corpus["dir"] / "val.src") in inputs
+    again = run(toy_corpus, tmp_path, max_epochs=2)  # the same inputs: the finished run is restored
+    assert again["restored"] and again["steps"] == 16
+    # a corpus fixed since (same vocabulary): the finished run's weights belong to the old text
+    tgt = toy_corpus["dir"] / "train.tgt"
+    lines = tgt.read_text(encoding="utf-8").splitlines()
+    tgt.write_text("\n".join([lines[1], lines[0], *lines[2:]]) + "\n", encoding="utf-8")
+    before = read_checkpoint(tmp_path / "last.pt")["weights"]
+    fixed = run(toy_corpus, tmp_path, max_epochs=2)
+    assert not fixed["restored"] and fixed["steps"] == 16
+    after = read_checkpoint(tmp_path / "last.pt")
+    assert after["progress"]["inputs"][str(tgt)] != inputs[str(tgt)]
+    assert not all(torch.equal(before[k], after["weights"][k]) for k in before)
+
+
 def test_checkpoint_vocabulary_mismatch_is_refused(toy_corpus, tmp_path):
     run(toy_corpus, tmp_path, max_epochs=1)
     model, ckpt = load_model(tmp_path / "best.pt", expect_model="doubly_attentive.nmt_src_img")

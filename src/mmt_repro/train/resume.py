@@ -1,10 +1,18 @@
-"""Whether a resume checkpoint was written by the configuration a run has now (torch-free)."""
+"""Whether a resume checkpoint was written by the configuration a run has now, and on the
+training inputs it has now (torch-free)."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import os
+from pathlib import Path
 
-__all__ = ["field_defaults", "same_configuration"]
+__all__ = ["field_defaults", "inputs_fingerprint", "same_configuration"]
+
+#: a file larger than this is fingerprinted by its size and SAMPLES evenly spaced chunks
+WHOLE_BELOW = 64 << 20
+SAMPLES, CHUNK = 64, 1 << 20
 
 
 def field_defaults(cls) -> dict:
@@ -40,3 +48,44 @@ def same_configuration(saved: dict, now: dict, defaults: dict[str, dict]) -> boo
             elif key not in defaults.get(section, {}) or defaults[section][key] != value:
                 return False
     return True
+
+
+def _file_digest(path: Path) -> str:
+    """sha256 of the file, or for a file of WHOLE_BELOW bytes or more, of its size and SAMPLES
+    chunks spread over it (a feature store of many GB is read in well under a second; a
+    re-extraction changes values everywhere, so any sample sees it)."""
+    h = hashlib.sha256()
+    size = path.stat().st_size
+    h.update(str(size).encode())
+    with open(path, "rb") as fh:
+        if size < WHOLE_BELOW:
+            for block in iter(lambda: fh.read(CHUNK), b""):
+                h.update(block)
+        else:
+            for i in range(SAMPLES):
+                fh.seek((size - CHUNK) * i // (SAMPLES - 1))
+                h.update(fh.read(CHUNK))
+    return h.hexdigest()[:16]
+
+
+def _paths(value) -> list[str]:
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    if isinstance(value, dict):
+        return [p for v in value.values() for p in _paths(v)]
+    if isinstance(value, (list, tuple)):
+        return [p for v in value for p in _paths(v)]
+    return []
+
+
+def inputs_fingerprint(*groups) -> dict[str, str]:
+    """path -> digest of every existing file named in ``groups`` (a training job's inputs,
+    extras, resources and tasks: strings, lists and dicts of paths). A finished or interrupted
+    run whose inputs have changed since (a corpus fixed, features extracted again) is not
+    resumed: its weights belong to the old inputs."""
+    out = {}
+    for path in sorted({p for g in groups for p in _paths(g)}):
+        file = Path(path)
+        if file.is_file():
+            out[path] = _file_digest(file)
+    return out

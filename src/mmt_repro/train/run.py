@@ -26,7 +26,7 @@ from ..settings import TrainConfig, import_model_modules, make_train_config, pai
 from ..text.recipes import merge_subwords
 from ..text.vocab import Vocab
 from .graphs import step_forward
-from .resume import field_defaults, same_configuration
+from .resume import field_defaults, inputs_fingerprint, same_configuration
 from .schedules import make_scheduler, needs_epoch_length, scaled_train_config
 from .step import make_optimizer
 
@@ -169,11 +169,17 @@ def _resume(run: Run, model_name: str) -> None:
             and ckpt["vocab"] == run.vocab_info):
         log.warning("ignoring %s: it was written with another model, configuration or vocabulary", run.last_checkpoint)
         return
+    saved, now = ckpt["progress"].get("inputs"), run.progress.get("inputs")
+    if saved is not None and saved != now:  # a checkpoint written before inputs were recorded is taken as it is
+        changed = sorted(p for p in set(saved) | set(now or {}) if saved.get(p) != (now or {}).get(p))
+        log.warning("ignoring %s: its training inputs have changed since (%s); training afresh",
+                    run.last_checkpoint, ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else ""))
+        return
     run.model.load_state_dict(ckpt["weights"])
     run.optimizer.load_state_dict(ckpt["optimizer"])
     if run.scheduler is not None and ckpt["scheduler"] is not None:
         run.scheduler.load_state_dict(ckpt["scheduler"])
-    run.progress = ckpt["progress"]
+    run.progress = dict(ckpt["progress"], inputs=run.progress.get("inputs"))
     set_rng_state(ckpt["rng"])
     p = run.progress
     log.info("resuming from %s: epoch %d, batch %d, step %d", run.last_checkpoint, p["epoch"], p["batch_in_epoch"], p["step"])
@@ -232,6 +238,7 @@ def build_run(job: TrainJob, code: str | None = None) -> Run:
         imports=list(job.imports), best_checkpoint=Path(job.best), last_checkpoint=Path(job.last),
         curve=Path(job.curve), val_tasks=val_tasks, code=code,
     )
+    run.progress["inputs"] = inputs_fingerprint(job.inputs, job.extras, job.resources, job.tasks)
     run.forward, run.step_path = step_forward(model, cfg.shape_buckets, dev)
     init = _files(job, "init")
     if init is not None:
