@@ -18,46 +18,17 @@ from mmt_repro.models.bertgen import layout, text_ids
 from mmt_repro.models.bertgen_scoring import target_nll
 from mmt_repro.settings import DecodeSettings
 from mmt_repro.text.vocab import Vocab
-from mmt_repro.text.wordpiece import LEARNED_SPECIALS
+from bertgen_toys import WORDS, Regions, wordpiece_vocab
 
 TINY = dict(hidden_size=32, num_layers=2, num_heads=4, ffn_size=64, img_dim=6, coord_freqs=4, init="random",
             full_image="mean", max_regions=5, dropout=0.0, attention_dropout=0.0, region_dropout=0.0,
             visual_ln_init=1.0)  # the image reaches the text (VL-BERT's 0 would hide it from a random model)
-WORDS = [f"w{i}" for i in range(40)]
 CPU = torch.device("cpu")
-
-
-class Regions:
-    """A region store in memory: ``n`` images of 1-4 regions with boxes."""
-
-    def __init__(self, n: int, k: int = 4, d: int = 6, seed: int = 0):
-        rng = np.random.default_rng(seed)
-        self.lengths = rng.integers(1, k + 1, size=n)
-        self.arr = rng.normal(size=(n, k, d)).astype(np.float32)
-        self.geo = np.zeros((n, k, 6), dtype=np.float32)
-        for r in range(n):
-            x1, y1 = rng.uniform(0, 0.5, size=(2, k))
-            x2, y2 = x1 + rng.uniform(0.1, 0.5, size=k), y1 + rng.uniform(0.1, 0.5, size=k)
-            self.geo[r] = np.stack([x1, y1, x2, y2, x2 - x1, y2 - y1], 1)
-            self.geo[r, self.lengths[r]:] = 0
-        self.shape = self.arr.shape
-
-    def __len__(self):
-        return len(self.arr)
-
-    def batch(self, rows):
-        mask = np.arange(self.arr.shape[1])[None] < self.lengths[rows][:, None]
-        return self.arr[rows], mask
-
-    def geometry(self, row):
-        return self.geo[row]
 
 
 @pytest.fixture(scope="module")
 def vocab(tmp_path_factory) -> Vocab:
-    path = tmp_path_factory.mktemp("wp") / "vocab.txt"
-    path.write_text("\n".join([*LEARNED_SPECIALS, *WORDS]) + "\n", encoding="utf-8")
-    return Vocab.from_wordpiece(path)
+    return wordpiece_vocab(tmp_path_factory.mktemp("wp"))
 
 
 def corpus(tmp, n: int, seed: int = 0, lines=None) -> tuple:
