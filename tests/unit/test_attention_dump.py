@@ -86,3 +86,26 @@ def test_analysis_takes_one_reference_given_as_a_list(tmp_path):
     assert set(scores) == {"f_freq_1", "f_freq_2"}
     with pytest.raises(ValueError, match="names no file"):
         run_analysis("emb_pred.rare_f", "translation_train", dict(files, ref=[]), tmp_path / "r2.json", {})
+
+
+def test_a_tables_options_reach_its_analysis_and_unknown_ones_are_refused(tmp_path):
+    """run_analysis hands a table's `options` to the analysis as keywords; one it does not take
+    is an error naming the options it does take."""
+    from mmt_repro.analyses.registry import _ANALYSES, register_analysis
+
+    seen = []
+
+    @register_analysis("toyoptions.count", inputs="translation")
+    def count(files, lines=None):
+        seen.append(lines)
+        return {"n": {"value": float(lines or 0), "signature": f"lines:{lines}"}}
+
+    try:
+        got = run_analysis("toyoptions.count", "translation", {}, tmp_path / "o.json", {}, options={"lines": 4})
+        assert seen == [4] and got["scores"]["n"]["value"] == 4.0
+        run_analysis("toyoptions.count", "translation", {}, tmp_path / "o.json", {})
+        assert seen == [4, None]
+        with pytest.raises(ValueError, match=r"takes no options \['beam'\] \(it takes \['lines'\]\)"):
+            run_analysis("toyoptions.count", "translation", {}, tmp_path / "o.json", {}, options={"beam": 2})
+    finally:
+        del _ANALYSES["toyoptions.count"]

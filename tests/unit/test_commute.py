@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mmt_repro.corpora.commute import SPLITS, read_commute, read_commute_file, swapped_pairs
+from mmt_repro.corpora.commute import SPLITS, first_lines, read_commute, read_commute_file, swapped_pairs
 from mmt_repro.io import DataError
 from mmt_repro.metrics.commute import contrastive_accuracy
 
@@ -105,3 +105,18 @@ def test_reader_refuses_misaligned_short_or_empty_files(tmp_path):
         read_commute_file(d / "incorrect.de")
     with pytest.raises(DataError, match="no split 'en-xx'"):
         read_commute(tmp_path, "en-xx")
+
+
+@needs_release
+def test_a_cut_keeps_the_first_lines_and_whole_pairs_only():
+    """first_lines (a CoMMuTE table's `options: {lines: N}`): the first N lines of every column;
+    an odd N (it would split a swapped pair), fewer than 2 or more than the split holds is refused."""
+    data = read_commute(SHARED, "en-de")
+    cut = first_lines(data, 12)
+    assert len(cut) == 12 and cut.src == data.src[:12] and cut.images == data.images[:12]
+    assert cut.correct == data.correct[:12] and cut.incorrect == data.incorrect[:12]
+    assert swapped_pairs(cut) == ([(i, i + 1) for i in range(0, 12, 2)], [])
+    assert first_lines(data, None) is data
+    for bad in (11, 0, True, 302, "12"):
+        with pytest.raises(ValueError, match="CoMMuTE lines"):
+            first_lines(data, bad)

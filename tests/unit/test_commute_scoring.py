@@ -69,6 +69,17 @@ def test_a_text_only_system_is_blind_to_the_image_and_its_nll_is_its_loss(run_fo
     scores = commute_accuracy({"checkpoint": run_folder["checkpoint"], "commute_src": text / "en-de" / "src.en"})
     assert scores["commute_acc"]["value"] == result["accuracy"]
     assert scores["commute_acc"]["signature"].startswith("commute:v3|split:en-de|n:300|nll:token-mean|ties:miss|")
+    # a table's options {lines: 12} (the rehearsal's cut): the first 12 lines, the same NLLs, and
+    # the signature says so
+    from mmt_repro.metrics.commute import contrastive_accuracy
+
+    cut = score_commute_checkpoint(run_folder["checkpoint"], text, "en-de", None, device="cpu", lines=12)
+    assert cut["n"] == 12 and cut["correct_nll"] == pytest.approx(result["correct_nll"][:12], rel=1e-6)
+    first = contrastive_accuracy(result["correct_nll"][:12], result["incorrect_nll"][:12])
+    scores = commute_accuracy({"checkpoint": run_folder["checkpoint"], "commute_src": text / "en-de" / "src.en"},
+                              lines=12)
+    assert scores["commute_acc"]["value"] == pytest.approx(first["accuracy"])
+    assert scores["commute_acc"]["signature"].startswith("commute:v3|split:en-de|n:12|lines:first-12|nll:token-mean|")
 
 
 def test_a_multimodal_system_reads_each_lines_image_as_its_own_features(run_folder, standin, tmp_path,

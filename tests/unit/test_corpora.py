@@ -39,6 +39,7 @@ from mmt_repro.corpora.preparers import (
 )
 from mmt_repro.corpora.iwslt import perl_lc
 from mmt_repro.io import DataError, read_lines
+from mmt_repro.standins.world import SIZES
 
 
 def lines(path) -> list[str]:
@@ -565,7 +566,7 @@ def test_setimes_and_newstest_read_their_standins(standin, tmp_path):
         assert read_sgm(tmp_path / member) == read_lines(plain[text])  # the SGML holds the plain-text sentences
     sources = {lang: [plain[f"newstest2016.en-tr.{lang}"], plain[f"newstest2017.en-tr.{lang}"]] for lang in ("en", "tr")}
     counts = prepare_newstest(sources, tmp_path, "valid")
-    assert counts["en"] == counts["tr"] == 24
+    assert counts["en"] == counts["tr"] == 2 * SIZES["newstest"]
 
 
 def test_karpathy_tasviret_and_flickr8k_read_their_standins(standin, tmp_path):

@@ -24,6 +24,7 @@ from mmt_repro.corpora.multi30k import (
     release,
 )
 from mmt_repro.io import DataError, read_lines
+from mmt_repro.standins.world import SIZES
 
 DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 
@@ -283,7 +284,7 @@ def test_task1_and_task2_readers_read_their_standins(standin, tmp_path):
     m = t1["manifest"]
     assert m["multi30k_task1"].file("raw/train.cs.gz").lines == 40  # the stand-in counts replace the real ones
     assert load_manifest()["multi30k_task1"].file("raw/train.cs.gz").lines == 29000  # ... for that run only
-    for split, n in (("train", 40), ("val", 12), ("test_2017_mscoco", 8)):
+    for split, n in (("train", 40), ("val", SIZES["val"]), ("test_2017_mscoco", SIZES["test_2017_mscoco"])):
         for lang in ("en", "de", "fr"):
             out = prepare_multi30k(t1["files"][f"raw/{split}.{lang}.gz"], split, lang, tmp_path / f"{split}.{lang}",
                                    manifest=m)
@@ -295,7 +296,7 @@ def test_task1_and_task2_readers_read_their_standins(standin, tmp_path):
     t2 = standin("multi30k_task2")
     out = prepare_multi30k_comparable(t2["files"]["raw/val.4.de.gz"], 4, "de", tmp_path / "val.4.de", split="val",
                                       manifest=t2["manifest"])
-    assert len(read_lines(out)) == 12
+    assert len(read_lines(out)) == SIZES["val"]
     # as rule prepare_multi30k_comparable(_image_list) calls them: the run's extra manifests merged
     # (the rehearsal's first fault: the stand-in's 40 training lines checked against the real 29,000)
     extra = [str(t2["written"]["manifest"])]
@@ -309,4 +310,4 @@ def test_task1_and_task2_readers_read_their_standins(standin, tmp_path):
     # task 2's image lists are task 1's (as in the release: the same sha256 for train, val, test_2016)
     assert read_lines(t2["files"]["image_splits/train_images.txt"]) == read_lines(t1["files"]["image_splits/train.txt"])
     tok = standin("multi30k_task1_tok")["files"]
-    assert len(read_lines(tok["val.lc.norm.tok.fr"])) == 12
+    assert len(read_lines(tok["val.lc.norm.tok.fr"])) == SIZES["val"]

@@ -12,6 +12,7 @@ from mmt_repro.features.pretrained import import_pretrained
 from mmt_repro.features.store import RegionStore
 from mmt_repro.features.store import FeatureStore
 from mmt_repro.io import DataError, read_lines, write_lines
+from mmt_repro.standins.world import SIZES
 
 IMAGES = ["1000092795.jpg", "10002456.jpg", "1000268201.jpg"]
 
@@ -335,11 +336,11 @@ def test_pysimt_butd_release_imports_one_file_per_split(standin, tmp_path):
     image_list.write_bytes(t1["files"]["image_splits/val.txt"].read_bytes())
     boxes_out = tmp_path / "o.boxes.npy"
     info = import_pretrained("butd", src, image_list, *_out(tmp_path), out_boxes=boxes_out, max_boxes=36)
-    assert info["shape"] == (12, 36, 2048) and info["truncated"] == 0
+    assert info["shape"] == (SIZES["val"], 36, 2048) and info["truncated"] == 0
     with np.load(src / "valid_obj36.npz") as z:
         feats, geo = z["features"].astype(np.float32), z["boxes_and_areas"]
     store = RegionStore(tmp_path / "o.npy", boxes_out, tmp_path / "o.index.parquet")
-    assert store.lengths.tolist() == [36] * 12 and store.width.tolist() == [1] * 12
+    assert store.lengths.tolist() == [36] * SIZES["val"] and store.width.tolist() == [1] * SIZES["val"]
     np.testing.assert_allclose(store.regions(5)[0], feats[5], rtol=1e-3, atol=1e-3)
     np.testing.assert_array_equal(store.regions(5)[1], geo[5, :, :4])
     g = store.geometry(5)[0]  # fractions of the image: the geometry is the release's own
@@ -348,7 +349,7 @@ def test_pysimt_butd_release_imports_one_file_per_split(standin, tmp_path):
     # the wrong split's file is refused by its row count
     other = tmp_path / "other.txt"
     other.write_text("a.jpg\n", encoding="utf-8")
-    with pytest.raises(DataError, match="has 12 rows but"):
+    with pytest.raises(DataError, match=f"has {SIZES['val']} rows but"):
         import_pretrained("butd", src / "valid_obj36.npz", other, *_out(tmp_path / "x"), out_boxes=tmp_path / "x.npy")
 
 
@@ -357,10 +358,10 @@ def test_pysimt_resnet50_release_and_vatex_i3d_import_from_their_unpacked_folder
     image_list = tmp_path / "test_2017_mscoco.txt"
     image_list.write_bytes(t1["files"]["image_splits/test_2017_mscoco.txt"].read_bytes())
     info = import_pretrained("resnet50", r50["resources"] / "resnet50", image_list, *_out(tmp_path), layer="pool5")
-    assert info["shape"] == (8, 1, 2048) and info["layer"] == "pool5"  # the mean of the 2 x 2 res5c grid
+    assert info["shape"] == (SIZES["test_2017_mscoco"], 1, 2048) and info["layer"] == "pool5"  # the mean of the 2 x 2 res5c grid
     assert info["source"].endswith("resnet50-256x256/test_2017_mscoco-resnet50-res5c_relu-r256-c256-l2norm.npy")
     grid = import_pretrained("resnet50", r50["resources"] / "resnet50", image_list, *_out(tmp_path, "g"), layer="res5c")
-    assert grid["shape"] == (8, 4, 2048)
+    assert grid["shape"] == (SIZES["test_2017_mscoco"], 4, 2048)
     vx, i3d = standin("vatex"), standin("vatex_i3d")
     from mmt_repro.corpora.vatex import prepare_vatex
 

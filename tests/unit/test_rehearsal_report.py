@@ -111,6 +111,29 @@ def test_the_rehearsal_overlay_keeps_every_training_and_model_and_cuts_the_updat
             k: v for k, v in a["train_config"].items() if k not in cut}
 
 
+def test_the_rehearsal_scores_the_first_12_lines_of_each_commute_split():
+    """config/rehearsal.yaml cuts every CoMMuTE table to its first 12 lines (`options`), which its
+    analysis jobs carry; the full configuration's jobs score every line (no options)."""
+    from mmt_repro.config import deep_update, load_yaml
+    from mmt_repro.plan import Plan
+    from mmt_repro.plan.commute import is_commute_table
+
+    full_config = load_yaml(REPO / "config" / "config.yaml")
+    plans = {"full": Plan(full_config, REPO),
+             "rehearsal": Plan(deep_update(full_config, load_yaml(REPO / "config" / "rehearsal.yaml")), REPO)}
+    for name, plan in plans.items():
+        tables = [(p, n, t) for p, n, t in plan.enabled if is_commute_table(t)]
+        assert sorted((p, n) for p, n, _ in tables) == [
+            ("bertgen", "commute_en_de"), ("bertgen", "commute_en_fr"), ("doubly_attentive", "commute"),
+            ("visual_agreement", "commute_en_de"), ("visual_agreement", "commute_en_fr")]
+        for paper, _, t in tables:
+            w = type("W", (), dict(paper=paper, system=t["systems"][0], dataset=t["dataset"], split=t["test_sets"][0],
+                                   pair=t["pair"], seed=str(t["seeds"][0]), analysis="commute"))()
+            job = plan.analyse_jobs.build(w)
+            assert job.options == ({"lines": 12} if name == "rehearsal" else {})
+            assert job.to_dict()["options"] == job.options
+
+
 def test_every_training_reads_features_of_its_model_img_dim(plan):
     """The full configuration's grounded checks of DeepFuse and Yang et al. train the papers'
     systems (configured for the VATEX I3D 1024-d and bottom-up 2048-d features) on the grounded

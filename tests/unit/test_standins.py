@@ -14,6 +14,7 @@ from mmt_repro.corpora.manifest import load_manifest
 from mmt_repro.standins import CHECKED_AGAINST, NOT_WRITTEN
 from mmt_repro.standins.media_inputs import REAL, SHRUNK, mbert_shapes, vlbert_shapes
 from mmt_repro.standins.mirror import CONFIG_NAME, MANIFEST_NAME, write_mirror, writers
+from mmt_repro.standins.world import SIZES
 
 CHEAP = ["wmt15_en_de", "karpathy_splits", "iwslt14_fr_en", "multi30k_task1"]
 
@@ -51,7 +52,7 @@ def test_the_standin_manifest_keeps_the_real_entries_but_the_checksums(tmp_path)
             g = stand[name].file(fname)
             assert (g.urls, g.unpack) == (f.urls, f.unpack) and g.sha256 and g.sha256 != f.sha256
             assert (g.lines is None) == (f.lines is None)
-    assert stand["multi30k_task1"].file("image_splits/val.txt").lines == 12
+    assert stand["multi30k_task1"].file("image_splits/val.txt").lines == SIZES["val"] == 8
     assert real["multi30k_task1"].file("image_splits/val.txt").lines == 1014  # the real manifest is untouched
 
 

@@ -20,17 +20,19 @@ from .registry import register_analysis
 PAPERS = ("doubly_attentive", "emb_pred", "deepfuse", "visual_agreement", "bertgen")
 
 
-def commute_accuracy(files: dict) -> dict:
+def commute_accuracy(files: dict, lines: int | None = None) -> dict:
     """``{"commute_acc": {"value", "signature"}}`` of ``files["checkpoint"]`` on the CoMMuTE split
-    whose ``src.en`` is ``files["commute_src"]``."""
+    whose ``src.en`` is ``files["commute_src"]``; ``lines`` (the table's ``options``): its first
+    lines only (the rehearsal's cut; the signature says so)."""
     from ..decode.commute import score_commute_checkpoint
 
     src = Path(files["commute_src"])
     folder, split = src.parent.parent, src.parent.name
     with_images = files.get("images")
     result = score_commute_checkpoint(files["checkpoint"], folder, split, out=None, images=with_images,
-                                      device="auto")
-    signature = (f"commute:v3|split:{split}|n:{result['n']}|nll:token-mean|ties:miss|"
+                                      device="auto", lines=lines)
+    cut = f"|lines:first-{lines}" if lines is not None else ""
+    signature = (f"commute:v3|split:{split}|n:{result['n']}{cut}|nll:token-mean|ties:miss|"
                  f"images:{'yes' if result['images'] else 'no'}|unk:{result['tgt_unk_tokens']}")
     return {"commute_acc": {"value": result["accuracy"], "signature": signature}}
 

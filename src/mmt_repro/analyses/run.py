@@ -6,6 +6,7 @@ analyses and those of the modules a paper imports, and writes its scores as a sc
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -33,13 +34,22 @@ def _as_paths(name: str, value):
     return values[0] if len(values) == 1 else values
 
 
-def run_analysis(name: str, inputs: str, files: dict, out_json: Path, meta: dict, imports=()) -> dict:
-    """Run the analysis ``name`` on ``files`` and write its score JSON (``meta`` + ``scores``)."""
+def run_analysis(name: str, inputs: str, files: dict, out_json: Path, meta: dict, imports=(),
+                 options: dict | None = None) -> dict:
+    """Run the analysis ``name`` on ``files`` (with the table's ``options`` as keywords) and
+    write its score JSON (``meta`` + ``scores``)."""
     analysis = get_analysis(name, imports)
     if analysis.inputs != inputs:
         raise ValueError(f"analysis {name} reads {analysis.inputs!r}, the table says inputs: {inputs!r}; "
                          f"set `inputs: {analysis.inputs}` in the table's config")
-    scores = analysis.func({k: _as_paths(k, v) for k, v in files.items()})
+    options = dict(options or {})
+    if options:
+        accepted = set(inspect.signature(analysis.func).parameters) - {"files"}
+        unknown = sorted(set(options) - accepted)
+        if unknown:
+            raise ValueError(f"analysis {name} takes no options {unknown} (it takes {sorted(accepted) or 'none'}); "
+                             "fix the table's `options` in the config")
+    scores = analysis.func({k: _as_paths(k, v) for k, v in files.items()}, **options)
     result = {"meta": meta, "scores": scores}
     with atomic_write(out_json) as fh:
         json.dump(result, fh, indent=1, sort_keys=True)

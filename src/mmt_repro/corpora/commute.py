@@ -82,6 +82,19 @@ def read_commute(folder: str | Path, split: str, check_count: bool = True) -> Co
     return CommuteSplit(split, lang, **cols)
 
 
+def first_lines(data: CommuteSplit, lines: int | None) -> CommuteSplit:
+    """``data`` cut to its first ``lines`` lines (None: all of it). The release pairs consecutive
+    lines (one source, its two translations swapped), so an odd cut is refused."""
+    if lines is None:
+        return data
+    if isinstance(lines, bool) or not isinstance(lines, int) or lines < 2 or lines % 2:
+        raise ValueError(f"CoMMuTE lines: {lines!r}; give an even number of lines (its lines come in swapped pairs)")
+    if lines > len(data):
+        raise ValueError(f"CoMMuTE lines: {lines}, but split {data.name} has {len(data)}; give at most {len(data)}")
+    return CommuteSplit(data.name, data.lang, data.src[:lines], data.correct[:lines], data.incorrect[:lines],
+                        data.images[:lines])
+
+
 def swapped_pairs(data: CommuteSplit) -> tuple[list[tuple[int, int]], list[int]]:
     """Consecutive lines ``(i, i + 1)`` with the same source whose correct and incorrect
     translations swap (0-based), and the lines that are in no such pair. On each swapped pair a
@@ -100,5 +113,5 @@ def swapped_pairs(data: CommuteSplit) -> tuple[list[tuple[int, int]], list[int]]
     return pairs, single
 
 
-__all__ = ["SPLITS", "TEST_PAIRS", "CommuteSplit", "read_commute", "read_commute_file", "split_files",
+__all__ = ["SPLITS", "TEST_PAIRS", "CommuteSplit", "first_lines", "read_commute", "read_commute_file", "split_files",
            "swapped_pairs"]

@@ -23,7 +23,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from ..corpora.commute import SPLITS, read_commute
+from ..corpora.commute import SPLITS, first_lines, read_commute
 from ..io import DataError, atomic_write, write_lines
 from ..metrics.commute import contrastive_accuracy
 from ..text.system_recipe import SystemRecipe
@@ -37,9 +37,9 @@ def _target_pair(split: str) -> str:
 
 def score_commute(system: Path, commute: Path, split: str, out: Path | None = None, images: Path | None = None,
                   features_npy: Path | None = None, features_index: Path | None = None, device: str = "auto",
-                  batch_size: int = 64) -> dict:
+                  batch_size: int = 64, lines: int | None = None) -> dict:
     """CoMMuTE accuracy of the exported ``system`` on ``split`` (``en-de``, ``en-fr``, ``en-cs``,
-    ``en-fr_dev``) of the release under ``commute``. A multimodal system needs ``images`` (the
+    ``en-fr_dev``) of the release under ``commute`` (its first ``lines`` lines only, if given). A multimodal system needs ``images`` (the
     folder of the authors' ``images.tar.gz``, unpacked) or a feature store with one row per line
     (``features_npy``, ``features_index``). Writes the result (accuracy, counts, each line's two
     mean NLLs) as JSON to ``out`` and returns it."""
@@ -51,7 +51,7 @@ def score_commute(system: Path, commute: Path, split: str, out: Path | None = No
 
     system = Path(system)
     recipe = SystemRecipe.load(system)
-    data = read_commute(commute, split)
+    data = first_lines(read_commute(commute, split), lines)
     pair = _target_pair(split)
     if recipe.pair != pair:
         raise DataError(system, f"translates {recipe.pair}; CoMMuTE's {split} is {pair}",
@@ -97,14 +97,16 @@ def score_commute(system: Path, commute: Path, split: str, out: Path | None = No
 
 
 def score_commute_checkpoint(checkpoint: Path, commute: Path, split: str, out: Path, images: Path | None = None,
-                             record: Path | None = None, device: str = "auto", batch_size: int = 64) -> dict:
+                             record: Path | None = None, device: str = "auto", batch_size: int = 64,
+                             lines: int | None = None) -> dict:
     """:func:`score_commute` of a trained checkpoint (its job record ``<stem>.job.json`` beside it
     unless ``record`` is given), exported to a temporary folder first."""
     from .system import export_system
 
     with tempfile.TemporaryDirectory(prefix="mmt_commute_system_") as tmp:
         export_system(Path(checkpoint), Path(tmp), record=record)
-        return score_commute(Path(tmp), commute, split, out, images=images, device=device, batch_size=batch_size)
+        return score_commute(Path(tmp), commute, split, out, images=images, device=device, batch_size=batch_size,
+                             lines=lines)
 
 
 __all__ = ["score_commute", "score_commute_checkpoint"]

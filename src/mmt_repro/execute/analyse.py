@@ -11,5 +11,5 @@ def run(job: AnalyseJob) -> None:
     from ..analyses.run import run_analysis
 
     run_analysis(name=job.name, inputs=job.input_kind, files=dict(job.inputs), out_json=job.out,
-                 meta=dict(job.meta), imports=list(job.imports))
+                 meta=dict(job.meta), imports=list(job.imports), options=dict(job.options))
     add_provenance(job.out, job)

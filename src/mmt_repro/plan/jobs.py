@@ -125,6 +125,7 @@ class AnalyseJob(Job):
     imports: list
     inputs: dict
     out: str
+    options: dict = dataclasses.field(default_factory=dict)  # the table's `options`, keywords of the analysis
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from ..io import read_lines
 from .common import WORDS, Texts
 
 #: Lines (= images) per Multi30k split, and the other cuts, at the default size.
-SIZES = {"train": 40, "val": 12, "test_2016_flickr": 12, "test_2017_flickr": 12, "test_2017_mscoco": 8,
-         "task2_test_2017": 12, "coco_train": 4, "coco_restval": 2, "coco_val": 3, "coco_test": 4,
+SIZES = {"train": 40, "val": 8, "test_2016_flickr": 6, "test_2017_flickr": 6, "test_2017_mscoco": 6,
+         "task2_test_2017": 6, "coco_train": 4, "coco_restval": 2, "coco_val": 3, "coco_test": 4,
          "f8k_train": 16, "f8k_dev": 6, "f8k_test": 6, "vatex_train": 8, "vatex_val": 4, "vatex_test": 3,
-         "wmt15": 24, "iwslt_talk": 12, "iwslt_set": 6, "newstest": 12, "setimes": 30}
+         "wmt15": 24, "iwslt_talk": 12, "iwslt_set": 6, "newstest": 6, "setimes": 30}
 #: M-BERT cased's WordPiece count (vocab.txt lines): the size of the vocabulary at real shapes.
 MBERT_WORDPIECES = 119_547
 _TOKEN = re.compile(r"[^\W\d_]+", re.UNICODE)

@@ -65,4 +65,5 @@ class AnalyseJobs(JobBuilder):
             name=f"{w.paper}.{w.analysis}", input_kind=self.analysis_table(w).get("inputs", "attention"),
             meta=self.look.run_meta(w, "congruent"), imports=list(self.look.settings[w.paper].imports),
             inputs=self.files(w), out=path("analysis", analysis=w.analysis, **values),
+            options=dict(self.analysis_table(w).get("options") or {}),
         )
