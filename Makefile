@@ -72,7 +72,7 @@ rehearsal: java-check $(STAMP)
 	rc=0; $(BIN)/snakemake --snakefile Snakefile --directory $(REHEARSAL_DIR) \
 		--configfile config/rehearsal.yaml $(REHEARSAL_DIR)/mirror/standin_config.yaml \
 		--cores $(CORES) --scheduler greedy --keep-going --rerun-incomplete $(REHEARSAL_TARGETS) || rc=$$?; \
-	$(BIN)/python -m mmt_repro rehearsal-report $(REHEARSAL_DIR); exit $$rc
+	$(BIN)/python -m mmt_repro rehearsal-report $(REHEARSAL_DIR) --out $(REHEARSAL_DIR)/evidence; exit $$rc
 
 # Benchmarks print figures (min/median/max of repeats); run them on an otherwise idle machine.
 bench-plan: $(STAMP)

@@ -286,6 +286,10 @@ def _rehearsal_report(args) -> int:
     repo = Path(args.repo or ".")
     jobs = rehearsal_jobs(args.run_dir, repo, full_plan(repo, args.configfile or ()))
     print(format_report(jobs, slowest=args.slowest))
+    if args.out:
+        from .plan_tools.rehearsal import run_meta, write_evidence
+
+        print(f"evidence: {write_evidence(jobs, args.out, run_meta(args.run_dir, repo))}")
     return 0
 
 
@@ -438,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--configfile", nargs="+", help="site overlays of the full run, merged on top of config/config.yaml")
     p.add_argument("--repo", help="the repository (default: the working directory)")
     p.add_argument("--slowest", type=int, default=15, help="how many of the slowest jobs to list")
+    p.add_argument("--out", help="also write the evidence here (report.tsv, summary.json), e.g. reference/rehearsal")
     p.set_defaults(func=_rehearsal_report)
     p = sub.add_parser("docs", help="write the results pages (docs/results/) and every generated block of "
                                     "README.md and docs/ from the reference folders")

@@ -176,3 +176,49 @@ def test_feature_shape_widths_are_the_extractors(tmp_path):
     assert feature_shape("i3d", {"kind": "video", "n_segments": 1}) == (1, I3DExtractor.feature_dim)
     assert feature_shape("vatex", {"kind": "pretrained", "import": "vatex_i3d"}) == (32, 1024)
     assert feature_shape("obj36", {"kind": "pretrained", "import": "butd"}) == (37, 2048)
+
+
+def test_the_evidence_round_trips_and_the_docs_block_is_generated_from_it(tmp_path, capsys):
+    """rehearsal-report --out: report.tsv and summary.json (commit, Snakemake's steps, wall time
+    from the benchmark files' end times), read back as the same jobs; the docs block `rehearsal
+    FOLDER` shows the totals, the jobs over request and the slowest jobs from them alone."""
+    import json
+    import os
+
+    from mmt_repro.cli import main
+    from mmt_repro.plan_tools.rehearsal import read_evidence, span_seconds
+    from mmt_repro.tables.pages import render_block
+
+    run = tmp_path / "run"
+    bench(run, "translate/bertgen/bertgen/multi30k.test_2016_flickr.en-de.seed1.congruent.tsv", 40.0, "2500.5")
+    bench(run, "extract_features/multi30k/resnet50-pool5/train.tsv", 30.0, "9100.0")  # over 8000
+    bench(run, "tokenize/multi30k/val.lc.norm.tok.fr.tsv", 2.0, "-")
+    files = sorted((run / "results" / "benchmarks").rglob("*.tsv"))
+    for end, f in zip((1000.0, 1100.0, 1010.0), files):  # extract ends at 1000, translate at 1010, tokenize 1100
+        os.utime(f, (end, end))
+    log = run / ".snakemake" / "log" / "2026-01-01T000000.000000.snakemake.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("1 of 4 steps (25%) done\n3 of 4 steps (75%) done\nComplete log(s): x\n", encoding="utf-8")
+    out = tmp_path / "evidence"
+    assert main(["rehearsal-report", str(run), "--repo", str(REPO), "--out", str(out), "--slowest", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "wall time: 130 s (2.2 min) from the first job's start to the last job's end" in text
+    assert "     1 jobs        40 s (slowest 40 s)  translate" in text
+    summary, jobs = read_evidence(out)
+    assert (summary["steps_done"], summary["steps_planned"], summary["jobs"]) == (3, 4, 3)
+    assert summary["span_s"] == 130.0 == span_seconds(jobs)  # 970 (start of extract) to 1100
+    assert summary["over_request"] == ["extract_features/multi30k/resnet50-pool5/train.tsv"]
+    assert summary["commit"] and len(summary["commit"]) == 40 and summary["peak_mb"] == 9100.0
+    assert [(j.rule, j.seconds, j.max_rss_mb) for j in jobs] == [
+        ("extract_features", 30.0, 9100.0), ("tokenize", 2.0, None), ("translate", 40.0, 2500.5)]
+    assert json.loads((out / "summary.json").read_text())["job_seconds"] == 72.0
+    block = render_block(tmp_path, tmp_path / "docs" / "x.md", "rehearsal evidence")
+    assert "- 3 of 4 Snakemake steps done; 3 benchmarked jobs, 72 job-seconds." in block
+    assert "- Wall time, first job's start to last job's end: 2.2 min." in block
+    assert "- Jobs over their full-size request: 1\n  - `extract_features/multi30k/resnet50-pool5/train.tsv`" in block
+    slow = [line for line in block.splitlines() if line.startswith("| `")]
+    assert [line.split(" | ")[:3] for line in slow] == [
+        ["| `translate/bertgen/bertgen/multi30k.test_2016_flickr.en-de.seed1.congruent.tsv`", "40.0", "2,500"],
+        ["| `extract_features/multi30k/resnet50-pool5/train.tsv`", "30.0", "9,100"], ["| `tokenize/multi30k/val.lc.norm.tok.fr.tsv`", "2.0", "-"]]
+    assert slow[1].endswith(" | 8000 | 600 |")  # the rule's request
+    assert "| translate | 1 | 40 | 40.0 |" in block and "| tokenize | 1 | 2 | 2.0 |" in block

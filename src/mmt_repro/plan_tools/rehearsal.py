@@ -32,6 +32,7 @@ class Job:
     mem_mb: int | None  # the full-size request (None: unknown)
     runtime_min: int | None
     request_from: str  # "train cost" | "store cost" | "rule" | "profile default" | why unknown
+    ended: float | None = None  # when the job ended (its benchmark file's mtime, epoch seconds)
 
     @property
     def over_memory(self) -> bool:
@@ -147,8 +148,113 @@ def rehearsal_jobs(run_dir: str | Path, repo: str | Path, plan=None) -> list[Job
                     mem = runtime = None
                     source = f"unknown: {type(err).__name__}: {err}"[:160]
         jobs.append(Job(rule, rel.removeprefix("results/benchmarks/"), bench.get("s") or 0.0,
-                        bench.get("max_rss"), mem, runtime, source))
+                        bench.get("max_rss"), mem, runtime, source, file.stat().st_mtime))
     return jobs
+
+
+def span_seconds(jobs: list[Job]) -> float | None:
+    """Wall time from the first job's start (its end less its wall time) to the last job's end."""
+    timed = [j for j in jobs if j.ended is not None]
+    if not timed:
+        return None
+    return max(j.ended for j in timed) - min(j.ended - j.seconds for j in timed)
+
+
+_STEPS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done$", re.M)
+
+
+def snakemake_steps(run_dir: str | Path) -> tuple[int, int] | None:
+    """(done, planned) from the last ``N of M steps`` line of the run's newest Snakemake log."""
+    logs = sorted((Path(run_dir) / ".snakemake" / "log").glob("*.snakemake.log"))
+    for log in reversed(logs):
+        found = _STEPS.findall(log.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            return int(found[-1][0]), int(found[-1][1])
+    return None
+
+
+def by_rule(jobs: list[Job]) -> list[tuple[str, int, float, float]]:
+    """(rule, jobs, job-seconds, slowest job's seconds), most job-seconds first."""
+    out: dict[str, list[float]] = {}
+    for j in jobs:
+        out.setdefault(j.rule, []).append(j.seconds)
+    return sorted(((r, len(v), sum(v), max(v)) for r, v in out.items()), key=lambda t: -t[2])
+
+
+def run_meta(run_dir: str | Path, repo: str | Path) -> dict:
+    """What the evidence says of the run besides its jobs: the code's commit, the machine (CPU
+    model, cores), torch's version and Snakemake's steps done of planned."""
+    import os
+    import subprocess
+    from importlib import metadata
+
+    try:
+        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    cpu = None
+    try:
+        cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name")), None)
+    except OSError:
+        pass
+    try:
+        torch = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch = None
+    steps = snakemake_steps(run_dir)
+    return {"commit": commit, "cpu": cpu, "cores": os.cpu_count(), "torch": torch,
+            "steps_done": steps[0] if steps else None, "steps_planned": steps[1] if steps else None}
+
+
+#: Columns of the evidence file ``report.tsv`` (:func:`write_evidence`).
+COLUMNS = ("rule", "job", "wall_s", "peak_mb", "mem_mb", "runtime_min", "request_from", "ended")
+
+
+def write_evidence(jobs: list[Job], out: str | Path, meta: dict) -> Path:
+    """``out/report.tsv`` (every job, :data:`COLUMNS`) and ``out/summary.json`` (``meta`` plus the
+    totals): the committed evidence a docs block (``rehearsal FOLDER``) is generated from."""
+    import datetime as dt
+    import json
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "report.tsv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, delimiter="\t", lineterminator="\n")
+        w.writerow(COLUMNS)
+        for j in sorted(jobs, key=lambda j: j.benchmark):
+            ended = "" if j.ended is None else dt.datetime.fromtimestamp(j.ended, dt.timezone.utc).isoformat(
+                timespec="seconds")
+            w.writerow([j.rule, j.benchmark, f"{j.seconds:.2f}", "" if j.max_rss_mb is None else f"{j.max_rss_mb:.1f}",
+                        "" if j.mem_mb is None else j.mem_mb, "" if j.runtime_min is None else j.runtime_min,
+                        j.request_from, ended])
+    span = span_seconds(jobs)
+    summary = {**meta, "jobs": len(jobs), "job_seconds": round(sum(j.seconds for j in jobs), 1),
+               "span_s": None if span is None else round(span, 1),
+               "peak_mb": max((j.max_rss_mb or 0 for j in jobs), default=0),
+               "over_request": [j.benchmark for j in jobs if j.over_memory or j.over_runtime],
+               "unknown_request": sum(j.mem_mb is None for j in jobs)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return out
+
+
+def read_evidence(folder: str | Path) -> tuple[dict, list[Job]]:
+    """(summary, jobs) of a folder :func:`write_evidence` wrote."""
+    import datetime as dt
+    import json
+
+    folder = Path(folder)
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    jobs = []
+    with open(folder / "report.tsv", newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            num = {k: _number(row[k]) for k in ("peak_mb", "mem_mb", "runtime_min")}
+            jobs.append(Job(row["rule"], row["job"], float(row["wall_s"]), num["peak_mb"],
+                            None if num["mem_mb"] is None else int(num["mem_mb"]),
+                            None if num["runtime_min"] is None else int(num["runtime_min"]), row["request_from"],
+                            dt.datetime.fromisoformat(row["ended"]).timestamp() if row["ended"] else None))
+    return summary, jobs
 
 
 def format_report(jobs: list[Job], slowest: int = 15) -> str:
@@ -162,9 +268,14 @@ def format_report(jobs: list[Job], slowest: int = 15) -> str:
     head = f"{'wall s':>9}  {'peak MB':>8}  {'mem_mb':>8}  {'min':>7}  job (benchmark)  (request from)"
     over = [j for j in jobs if j.over_memory or j.over_runtime]
     unknown = [j for j in jobs if j.mem_mb is None]
+    span = span_seconds(jobs)
     lines = [f"rehearsal: {len(jobs)} jobs, {sum(j.seconds for j in jobs):.0f} job-seconds, "
              f"peak {max((j.max_rss_mb or 0 for j in jobs), default=0):.0f} MB; "
-             f"{len(over)} over their full-size request, {len(unknown)} without a known request", ""]
+             f"{len(over)} over their full-size request, {len(unknown)} without a known request"]
+    if span is not None:
+        lines.append(f"wall time: {span:.0f} s ({span / 60:.1f} min) from the first job's start to the last job's end")
+    lines += ["", "job-seconds by rule:"] + [f"{n:6d} jobs {s:9.0f} s (slowest {m:.0f} s)  {r}"
+                                              for r, n, s, m in by_rule(jobs)] + [""]
     lines += [f"over the request at full size ({len(over)}):", head] + [row(j) for j in over] + [""]
     by_time = sorted(jobs, key=lambda j: -j.seconds)[:slowest]
     lines += [f"slowest {len(by_time)}:", head] + [row(j) for j in by_time] + [""]

@@ -16,7 +16,8 @@
 
   with the kinds of :data:`BLOCKS`: ``status`` (the README's table per paper), ``reproduced
   PAPER`` (a paper page's rows that ran), ``tsv PATH`` (a committed TSV, e.g. a transcription),
-  ``cost`` (the cost plan's sums; ``cost OVERLAY``: with a config overlay's packing), ``calibration FILE`` (a GPU calibration's step times).
+  ``cost`` (the cost plan's sums; ``cost OVERLAY``: with a config overlay's packing), ``calibration FILE`` (a GPU calibration's step times),
+  ``rehearsal FOLDER`` (a rehearsal's evidence: totals, jobs over request, slowest jobs).
 
 ``--check`` writes nothing and lists what differs: ``tests/unit/test_docs.py`` runs it, so a
 figure in the docs is always the one the committed evidence gives.
@@ -389,8 +390,39 @@ def _block_calibration(repo: Path, where: Path, arg: str) -> list[str]:
     return lines
 
 
+def _block_rehearsal(repo: Path, where: Path, arg: str) -> list[str]:
+    """A rehearsal's evidence (``rehearsal-report --out``): the run, its totals, the jobs over
+    their full-size request, the five slowest jobs and the job-seconds per rule."""
+    from ..plan_tools.rehearsal import by_rule, read_evidence, span_seconds
+
+    folder = repo / arg
+    if not (folder / "summary.json").is_file():
+        raise DataError(folder, "a generated block names a rehearsal without summary.json",
+                        f"write it with `python -m mmt_repro rehearsal-report RUN --out {arg}`, or fix the block in {where}")
+    meta, jobs = read_evidence(folder)
+    span = span_seconds(jobs)
+    steps = (f"{meta['steps_done']:,} of {meta['steps_planned']:,} Snakemake steps done"
+             if meta.get("steps_planned") else "steps not recorded")
+    lines = [f"_From `{arg}` (`report.tsv`: every job; `summary.json`): commit {str(meta.get('commit'))[:7]}, "
+             f"{meta.get('cpu') or 'CPU unknown'}, {meta.get('cores')} cores, torch {meta.get('torch')}._", "",
+             f"- {steps}; {len(jobs):,} benchmarked jobs, {sum(j.seconds for j in jobs):,.0f} job-seconds.",
+             f"- Wall time, first job's start to last job's end: "
+             + ("not recorded" if span is None else f"{span / 60:.1f} min") + ".",
+             f"- Peak memory of any job: {max((j.max_rss_mb or 0 for j in jobs), default=0):,.0f} MB.",
+             f"- Jobs over their full-size request: {len(meta.get('over_request') or [])}"
+             + "".join(f"\n  - `{b}`" for b in meta.get("over_request") or []), "",
+             "| slowest jobs | wall s | peak MB | requested MB | requested min |", "|---|---|---|---|---|"]
+    for j in sorted(jobs, key=lambda j: -j.seconds)[:5]:
+        peak = "-" if j.max_rss_mb is None else f"{j.max_rss_mb:,.0f}"
+        lines.append(f"| `{j.benchmark}` | {j.seconds:,.1f} | {peak} | {j.mem_mb or '?'} "
+                     f"| {j.runtime_min or '?'} |")
+    lines += ["", "| rule | jobs | job-seconds | slowest s |", "|---|---|---|---|"]
+    lines += [f"| {r} | {n:,} | {t:,.0f} | {m:,.1f} |" for r, n, t, m in by_rule(jobs)]
+    return lines
+
+
 BLOCKS = {"status": _block_status, "reproduced": _block_reproduced, "tsv": _block_tsv, "cost": _block_cost,
-          "calibration": _block_calibration}
+          "calibration": _block_calibration, "rehearsal": _block_rehearsal}
 
 
 def render_block(repo: Path, where: Path, spec: str) -> str:
