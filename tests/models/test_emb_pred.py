@@ -371,6 +371,15 @@ def test_analyses_rare_f_and_retrieval(tmp_path):
     # a: 15 in training (10-99), b: 6 (5-9), c: 3, d: 0 (unseen); F per bin in %
     assert f["f_freq_10-99"]["value"] == 100.0 and f["f_freq_5-9"]["value"] == 100.0
     assert f["f_freq_3"]["value"] == 0.0 and f["f_freq_0"]["value"] == 0.0 and "f_freq_1" not in f
+    assert f["f_freq_3"]["details"] == {"words": 1, "hyp_sents": 1, "ref_sents": 0, "both": 0}  # c
+    # another seed's output has other words in a bin, under the same signature: the table's
+    # check that seeds were scored alike held the count in the signature and failed (the rehearsal's
+    # Figure 1 of Hirasawa et al.)
+    (tmp_path / "hyp2.en").write_text("a b\na e\n")  # e, unseen in training, joins d in bin 0
+    g = rare_f({"hyp": tmp_path / "hyp2.en", "ref": tmp_path / "ref.en", "train": tmp_path / "train.en"})
+    assert (f["f_freq_0"]["details"]["words"], g["f_freq_0"]["details"]["words"]) == (1, 2)
+    assert {e["signature"] for e in (*f.values(), *g.values())} == {
+        "word F|sentence presence|pooled per training-frequency bin|whitespace tokens"}
     # retrieval through a (tiny, untrained) IMAGINATION checkpoint: well-formed ranks
     m = make("emb_pred.imag", TINY_IMG, seed=2)
     save_checkpoint(tmp_path / "m.pt", m, {"src": "a" * 16, "tgt": "b" * 16, "src_size": 20, "tgt_size": 20})

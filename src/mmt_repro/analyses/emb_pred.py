@@ -15,13 +15,16 @@ from .registry import register_analysis
 def rare_f(files: dict) -> dict:
     """Figure 1: word F-score (sentence presence, Kumar & Tsvetkov 2019) per bin of training
     frequency (:mod:`mmt_repro.metrics.rare_words`, compare-mt's bins), in %. A bin without
-    test words is left out."""
+    test words is left out. The signature names the metric's settings only; a bin's counts (its
+    words in the outputs and references, which differ from seed to seed) are ``details``."""
     from ..io import read_lines
     from ..metrics.rare_words import rare_word_fscore
 
     table = rare_word_fscore(read_lines(files["hyp"]), read_lines(files["ref"]), read_lines(files["train"]))
     sig = "word F|sentence presence|pooled per training-frequency bin|whitespace tokens"
-    return {f"f_freq_{row.bin}": {"value": round(100.0 * float(row.fscore), 4), "signature": f"{sig}|words:{row.n_words}"}
+    return {f"f_freq_{row.bin}": {"value": round(100.0 * float(row.fscore), 4), "signature": sig,
+                                  "details": {"words": int(row.n_words), "hyp_sents": int(row.hyp_sents),
+                                              "ref_sents": int(row.ref_sents), "both": int(row.both)}}
             for row in table.itertuples() if not np.isnan(row.fscore)}
 
 
