@@ -196,25 +196,30 @@ def test_the_evidence_round_trips_and_the_docs_block_is_generated_from_it(tmp_pa
     files = sorted((run / "results" / "benchmarks").rglob("*.tsv"))
     for end, f in zip((1000.0, 1100.0, 1010.0), files):  # extract ends at 1000, translate at 1010, tokenize 1100
         os.utime(f, (end, end))
-    log = run / ".snakemake" / "log" / "2026-01-01T000000.000000.snakemake.log"
-    log.parent.mkdir(parents=True)
-    log.write_text("1 of 4 steps (25%) done\n3 of 4 steps (75%) done\nComplete log(s): x\n", encoding="utf-8")
+    logs = run / ".snakemake" / "log"
+    logs.mkdir(parents=True)
+    (logs / "2026-01-01T000000.000000.snakemake.log").write_text(
+        "1 of 4 steps (25%) done\n3 of 4 steps (75%) done\nComplete log(s): x\n", encoding="utf-8")
+    (logs / "2026-01-01T010000.000000.snakemake.log").write_text("Nothing to be done.\n", encoding="utf-8")
+    (logs / "2026-01-01T020000.000000.snakemake.log").write_text("1 of 1 steps (100%) done\n", encoding="utf-8")
     out = tmp_path / "evidence"
     assert main(["rehearsal-report", str(run), "--repo", str(REPO), "--out", str(out), "--slowest", "2"]) == 0
     text = capsys.readouterr().out
-    assert "wall time: 130 s (2.2 min) from the first job's start to the last job's end" in text
+    assert ("wall time: 130 s (2.2 min) from the first job's start to the last job's end; "
+            "42 s (0.7 min) with a job running") in text  # 970-1010 and 1098-1100 with nothing between
     assert "     1 jobs        40 s (slowest 40 s)  translate" in text
     summary, jobs = read_evidence(out)
-    assert (summary["steps_done"], summary["steps_planned"], summary["jobs"]) == (3, 4, 3)
+    assert [(r["done"], r["planned"]) for r in summary["invocations"]] == [(3, 4), (1, 1)] and summary["jobs"] == 3
     assert summary["span_s"] == 130.0 == span_seconds(jobs)  # 970 (start of extract) to 1100
+    assert summary["busy_s"] == 42.0
     assert summary["over_request"] == ["extract_features/multi30k/resnet50-pool5/train.tsv"]
     assert summary["commit"] and len(summary["commit"]) == 40 and summary["peak_mb"] == 9100.0
     assert [(j.rule, j.seconds, j.max_rss_mb) for j in jobs] == [
         ("extract_features", 30.0, 9100.0), ("tokenize", 2.0, None), ("translate", 40.0, 2500.5)]
     assert json.loads((out / "summary.json").read_text())["job_seconds"] == 72.0
     block = render_block(tmp_path, tmp_path / "docs" / "x.md", "rehearsal evidence")
-    assert "- 3 of 4 Snakemake steps done; 3 benchmarked jobs, 72 job-seconds." in block
-    assert "- Wall time, first job's start to last job's end: 2.2 min." in block
+    assert "- Snakemake: 3 of 4 steps done; then 1 of 1 steps done; 3 benchmarked jobs, 72 job-seconds." in block
+    assert "- Wall time, first job's start to last job's end: 2.2 min; with a job running: 0.7 min." in block
     assert "- Jobs over their full-size request: 1\n  - `extract_features/multi30k/resnet50-pool5/train.tsv`" in block
     slow = [line for line in block.splitlines() if line.startswith("| `")]
     assert [line.split(" | ")[:3] for line in slow] == [

@@ -160,17 +160,33 @@ def span_seconds(jobs: list[Job]) -> float | None:
     return max(j.ended for j in timed) - min(j.ended - j.seconds for j in timed)
 
 
+def busy_seconds(jobs: list[Job]) -> float | None:
+    """Seconds in which at least one job ran (the union of the jobs' intervals): the run's wall
+    time without the gaps between Snakemake invocations (a run resumed after a fix)."""
+    spans = sorted((j.ended - j.seconds, j.ended) for j in jobs if j.ended is not None)
+    if not spans:
+        return None
+    total, (lo, hi) = 0.0, spans[0]
+    for a, b in spans[1:]:
+        if a > hi:
+            total, lo, hi = total + hi - lo, a, b
+        else:
+            hi = max(hi, b)
+    return total + hi - lo
+
+
 _STEPS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done$", re.M)
 
 
-def snakemake_steps(run_dir: str | Path) -> tuple[int, int] | None:
-    """(done, planned) from the last ``N of M steps`` line of the run's newest Snakemake log."""
-    logs = sorted((Path(run_dir) / ".snakemake" / "log").glob("*.snakemake.log"))
-    for log in reversed(logs):
+def snakemake_steps(run_dir: str | Path) -> list[dict]:
+    """Each Snakemake invocation of the run, oldest first: its log's name and the last ``N of M
+    steps`` line (``done``, ``planned``); an invocation that ran no job is left out."""
+    out = []
+    for log in sorted((Path(run_dir) / ".snakemake" / "log").glob("*.snakemake.log")):
         found = _STEPS.findall(log.read_text(encoding="utf-8", errors="replace"))
         if found:
-            return int(found[-1][0]), int(found[-1][1])
-    return None
+            out.append({"log": log.name, "done": int(found[-1][0]), "planned": int(found[-1][1])})
+    return out
 
 
 def by_rule(jobs: list[Job]) -> list[tuple[str, int, float, float]]:
@@ -183,7 +199,7 @@ def by_rule(jobs: list[Job]) -> list[tuple[str, int, float, float]]:
 
 def run_meta(run_dir: str | Path, repo: str | Path) -> dict:
     """What the evidence says of the run besides its jobs: the code's commit, the machine (CPU
-    model, cores), torch's version and Snakemake's steps done of planned."""
+    model, cores), torch's version and each Snakemake invocation's steps done of planned."""
     import os
     import subprocess
     from importlib import metadata
@@ -203,9 +219,8 @@ def run_meta(run_dir: str | Path, repo: str | Path) -> dict:
         torch = metadata.version("torch")
     except metadata.PackageNotFoundError:
         torch = None
-    steps = snakemake_steps(run_dir)
     return {"commit": commit, "cpu": cpu, "cores": os.cpu_count(), "torch": torch,
-            "steps_done": steps[0] if steps else None, "steps_planned": steps[1] if steps else None}
+            "invocations": snakemake_steps(run_dir)}
 
 
 #: Columns of the evidence file ``report.tsv`` (:func:`write_evidence`).
@@ -225,13 +240,14 @@ def write_evidence(jobs: list[Job], out: str | Path, meta: dict) -> Path:
         w.writerow(COLUMNS)
         for j in sorted(jobs, key=lambda j: j.benchmark):
             ended = "" if j.ended is None else dt.datetime.fromtimestamp(j.ended, dt.timezone.utc).isoformat(
-                timespec="seconds")
+                timespec="milliseconds")
             w.writerow([j.rule, j.benchmark, f"{j.seconds:.2f}", "" if j.max_rss_mb is None else f"{j.max_rss_mb:.1f}",
                         "" if j.mem_mb is None else j.mem_mb, "" if j.runtime_min is None else j.runtime_min,
                         j.request_from, ended])
-    span = span_seconds(jobs)
+    span, busy = span_seconds(jobs), busy_seconds(jobs)
     summary = {**meta, "jobs": len(jobs), "job_seconds": round(sum(j.seconds for j in jobs), 1),
                "span_s": None if span is None else round(span, 1),
+               "busy_s": None if busy is None else round(busy, 1),
                "peak_mb": max((j.max_rss_mb or 0 for j in jobs), default=0),
                "over_request": [j.benchmark for j in jobs if j.over_memory or j.over_runtime],
                "unknown_request": sum(j.mem_mb is None for j in jobs)}
@@ -273,7 +289,9 @@ def format_report(jobs: list[Job], slowest: int = 15) -> str:
              f"peak {max((j.max_rss_mb or 0 for j in jobs), default=0):.0f} MB; "
              f"{len(over)} over their full-size request, {len(unknown)} without a known request"]
     if span is not None:
-        lines.append(f"wall time: {span:.0f} s ({span / 60:.1f} min) from the first job's start to the last job's end")
+        busy = busy_seconds(jobs)
+        lines.append(f"wall time: {span:.0f} s ({span / 60:.1f} min) from the first job's start to the last job's end; "
+                     f"{busy:.0f} s ({busy / 60:.1f} min) with a job running")
     lines += ["", "job-seconds by rule:"] + [f"{n:6d} jobs {s:9.0f} s (slowest {m:.0f} s)  {r}"
                                               for r, n, s, m in by_rule(jobs)] + [""]
     lines += [f"over the request at full size ({len(over)}):", head] + [row(j) for j in over] + [""]

@@ -393,21 +393,23 @@ def _block_calibration(repo: Path, where: Path, arg: str) -> list[str]:
 def _block_rehearsal(repo: Path, where: Path, arg: str) -> list[str]:
     """A rehearsal's evidence (``rehearsal-report --out``): the run, its totals, the jobs over
     their full-size request, the five slowest jobs and the job-seconds per rule."""
-    from ..plan_tools.rehearsal import by_rule, read_evidence, span_seconds
+    from ..plan_tools.rehearsal import busy_seconds, by_rule, read_evidence, span_seconds
 
     folder = repo / arg
     if not (folder / "summary.json").is_file():
         raise DataError(folder, "a generated block names a rehearsal without summary.json",
                         f"write it with `python -m mmt_repro rehearsal-report RUN --out {arg}`, or fix the block in {where}")
     meta, jobs = read_evidence(folder)
-    span = span_seconds(jobs)
-    steps = (f"{meta['steps_done']:,} of {meta['steps_planned']:,} Snakemake steps done"
-             if meta.get("steps_planned") else "steps not recorded")
+    span, busy = span_seconds(jobs), busy_seconds(jobs)
+    runs = meta.get("invocations") or []
+    steps = ("Snakemake: " + "; then ".join(f"{r['done']:,} of {r['planned']:,} steps done" for r in runs)
+             if runs else "Snakemake's steps not recorded")
     lines = [f"_From `{arg}` (`report.tsv`: every job; `summary.json`): commit {str(meta.get('commit'))[:7]}, "
              f"{meta.get('cpu') or 'CPU unknown'}, {meta.get('cores')} cores, torch {meta.get('torch')}._", "",
              f"- {steps}; {len(jobs):,} benchmarked jobs, {sum(j.seconds for j in jobs):,.0f} job-seconds.",
              f"- Wall time, first job's start to last job's end: "
-             + ("not recorded" if span is None else f"{span / 60:.1f} min") + ".",
+             + ("not recorded" if span is None else f"{span / 60:.1f} min; with a job running: {busy / 60:.1f} min")
+             + ".",
              f"- Peak memory of any job: {max((j.max_rss_mb or 0 for j in jobs), default=0):,.0f} MB.",
              f"- Jobs over their full-size request: {len(meta.get('over_request') or [])}"
              + "".join(f"\n  - `{b}`" for b in meta.get("over_request") or []), "",
@@ -416,8 +418,14 @@ def _block_rehearsal(repo: Path, where: Path, arg: str) -> list[str]:
         peak = "-" if j.max_rss_mb is None else f"{j.max_rss_mb:,.0f}"
         lines.append(f"| `{j.benchmark}` | {j.seconds:,.1f} | {peak} | {j.mem_mb or '?'} "
                      f"| {j.runtime_min or '?'} |")
+    rules = by_rule(jobs)
+    shown = [r for r in rules if r[2] >= 0.01 * sum(t for _, _, t, _ in rules)] or rules
     lines += ["", "| rule | jobs | job-seconds | slowest s |", "|---|---|---|---|"]
-    lines += [f"| {r} | {n:,} | {t:,.0f} | {m:,.1f} |" for r, n, t, m in by_rule(jobs)]
+    lines += [f"| {r} | {n:,} | {t:,.0f} | {m:,.1f} |" for r, n, t, m in shown]
+    rest = [r for r in rules if r not in shown]
+    if rest:
+        lines.append(f"| {len(rest)} other rules | {sum(n for _, n, _, _ in rest):,} | "
+                     f"{sum(t for _, _, t, _ in rest):,.0f} | {max(m for _, _, _, m in rest):,.1f} |")
     return lines
 
 
