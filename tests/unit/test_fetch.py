@@ -374,13 +374,15 @@ def test_a_standin_mirror_is_fetched_with_its_own_checksums_and_a_changed_file_i
     manual-only input (VL-BERT) comes from the mirror folder the stand-in manifest names, and a
     file changed after the manifest was written fails its checksum, naming it."""
     from mmt_repro.standins.mirror import MANIFEST_NAME, write_mirror
+    from mmt_repro.standins.world import SIZES
 
     root = tmp_path / "mirror"
     write_mirror(root, inputs=["wmt_newstest", "coco_karpathy_test_captions"])
     extra = [root / MANIFEST_NAME]
     got = fetch_input_file("wmt_newstest", "newstest2018.en-tr.tr", tmp_path / "r" / "t.tr", mirror_root=root,
                            manifest_extra=extra)
-    assert got["verified"] and got["lines"] == 12 and got["source"] == str(root / "wmt-newstest" / "newstest2018.en-tr.tr")
+    assert got["verified"] and got["lines"] == SIZES["newstest"] and got["source"] == str(
+        root / "wmt-newstest" / "newstest2018.en-tr.tr")
     # the same file against the real manifest: the real checksum refuses the stand-in
     with pytest.raises(DataError, match="sha256 mismatch for wmt_newstest/newstest2018.en-tr.tr"):
         fetch_input_file("wmt_newstest", "newstest2018.en-tr.tr", tmp_path / "r" / "u.tr", mirror_root=root)
