@@ -39,10 +39,10 @@ def score_commute(system: Path, commute: Path, split: str, out: Path | None = No
                   features_npy: Path | None = None, features_index: Path | None = None, device: str = "auto",
                   batch_size: int = 64, lines: int | None = None) -> dict:
     """CoMMuTE accuracy of the exported ``system`` on ``split`` (``en-de``, ``en-fr``, ``en-cs``,
-    ``en-fr_dev``) of the release under ``commute`` (its first ``lines`` lines only, if given). A multimodal system needs ``images`` (the
-    folder of the authors' ``images.tar.gz``, unpacked) or a feature store with one row per line
-    (``features_npy``, ``features_index``). Writes the result (accuracy, counts, each line's two
-    mean NLLs) as JSON to ``out`` and returns it."""
+    ``en-fr_dev``) of the release under ``commute`` (its first ``lines`` lines only, if given).
+    A multimodal system needs ``images`` (the folder of the authors' ``images.tar.gz``, unpacked)
+    or a feature store with one row per line (``features_npy``, ``features_index``). Writes the
+    result (accuracy, counts, each line's two mean NLLs) as JSON to ``out`` and returns it."""
     from ..datasets.batching import ParallelData
     from ..settings import pair_langs
     from .forced import forced_nll, scoring_capable
