@@ -401,6 +401,7 @@ def _block_rehearsal(repo: Path, where: Path, arg: str) -> list[str]:
                         f"write it with `python -m mmt_repro rehearsal-report RUN --out {arg}`, or fix the block in {where}")
     meta, jobs = read_evidence(folder)
     span, busy = span_seconds(jobs), busy_seconds(jobs)
+    over = [j for j in jobs if j.over_memory or j.over_runtime]  # from report.tsv, as every other figure here
     runs = meta.get("invocations") or []
     steps = ("Snakemake: " + "; then ".join(f"{r['done']:,} of {r['planned']:,} steps done" for r in runs)
              if runs else "Snakemake's steps not recorded")
@@ -411,8 +412,7 @@ def _block_rehearsal(repo: Path, where: Path, arg: str) -> list[str]:
              + ("not recorded" if span is None else f"{span / 60:.1f} min; with a job running: {busy / 60:.1f} min")
              + ".",
              f"- Peak memory of any job: {max((j.max_rss_mb or 0 for j in jobs), default=0):,.0f} MB.",
-             f"- Jobs over their full-size request: {len(meta.get('over_request') or [])}"
-             + "".join(f"\n  - `{b}`" for b in meta.get("over_request") or []), "",
+             f"- Jobs over their full-size request: {len(over)}" + "".join(f"\n  - `{j.benchmark}`" for j in over), "",
              "| slowest jobs | wall s | peak MB | requested MB | requested min |", "|---|---|---|---|---|"]
     for j in sorted(jobs, key=lambda j: -j.seconds)[:5]:
         peak = "-" if j.max_rss_mb is None else f"{j.max_rss_mb:,.0f}"
