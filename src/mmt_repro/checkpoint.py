@@ -26,7 +26,9 @@ such a folder as well as a checkpoint file; the optimiser state stays in the res
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import itertools
 import random
 from pathlib import Path
 from typing import Any
@@ -122,6 +124,45 @@ def check_vocab(ckpt: dict, path: Path, src_fingerprint: str | None, tgt_fingerp
             )
 
 
+@contextlib.contextmanager
+def _initialisers_skipped():
+    """``torch.nn.init``'s in-place initialisers as no-ops while a model is built whose every
+    tensor its weights replace (transformers' ``no_init_weights`` does the same)."""
+    names = [n for n in dir(torch.nn.init) if n.endswith("_") and not n.startswith("_")]
+    saved = {n: getattr(torch.nn.init, n) for n in names}
+    for n in names:
+        setattr(torch.nn.init, n, lambda tensor, *args, **kwargs: tensor)
+    try:
+        yield
+    finally:
+        for n, f in saved.items():
+            setattr(torch.nn.init, n, f)
+
+
+def _all_state_saved(model: torch.nn.Module) -> bool:
+    """Whether the state dict holds every tensor of the model: no buffer left out of it (a
+    sinusoidal table) and no tensor kept as a plain attribute."""
+    keys = set(model.state_dict())
+    named = {n for n, _ in itertools.chain(model.named_parameters(remove_duplicate=False),
+                                           model.named_buffers(remove_duplicate=False))}
+    return named <= keys and not any(isinstance(v, torch.Tensor) for m in model.modules() for v in vars(m).values())
+
+
+def model_with_weights(name: str, config: dict, vocabs: Vocabs, weights: dict) -> torch.nn.Module:
+    """Model ``name`` holding ``weights`` (a full state dict). It is built without drawing the
+    random initialisation its weights overwrite (2 s on one CPU thread for Calixto et al.'s
+    paper-size model, once per decoding job; no global RNG state is used) when its state dict
+    holds every tensor it has; otherwise (a buffer left out of it, a tensor attribute, which an
+    initialiser might have set) it is built the usual way. Either way the weights are loaded
+    strictly, so a missing or unexpected key is refused."""
+    with _initialisers_skipped():
+        model = build_model(name, config, vocabs)
+    if not _all_state_saved(model):
+        model = build_model(name, config, vocabs)
+    model.load_state_dict(weights)
+    return model
+
+
 def load_model(path: Path, expect_model: str | None = None, device: str | torch.device = "cpu"):
     """Rebuild a model from a checkpoint file, or from a folder written by
     :func:`export_checkpoint`, alone. Returns ``(model, checkpoint dict)`` (for a folder: its
@@ -135,8 +176,7 @@ def load_model(path: Path, expect_model: str | None = None, device: str | torch.
             path, f"checkpoint holds model {ckpt['model']!r}, expected {expect_model!r}", "point to the right checkpoint"
         )
     import_model_modules(ckpt.get("imports", ()))
-    model = build_model(ckpt["model"], ckpt["model_config"], Vocabs.from_dict(ckpt["vocabs"]))
-    model.load_state_dict(ckpt["weights"])
+    model = model_with_weights(ckpt["model"], ckpt["model_config"], Vocabs.from_dict(ckpt["vocabs"]), ckpt["weights"])
     model.to(device)
     model.eval()
     return model, ckpt

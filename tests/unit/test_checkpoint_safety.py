@@ -59,3 +59,35 @@ def test_an_exported_folder_rebuilds_the_same_model_without_pickle(tmp_path):
     (out / "model.safetensors").unlink()
     with pytest.raises(DataError, match="missing from the exported model folder"):
         load_model(out)
+
+
+def test_a_model_is_rebuilt_for_its_weights_without_drawing_an_initialisation(tmp_path):
+    """load_model builds a model whose state dict holds all its tensors with torch.nn.init's
+    initialisers switched off (the weights overwrite them): the same weights as before, no global RNG drawn, the initialisers back afterwards; a model with a buffer left
+    out of its state dict (the Transformer's sinusoidal table) is built the usual way; a
+    checkpoint that lacks a weight is refused either way."""
+    from mmt_repro.checkpoint import _all_state_saved, model_with_weights
+
+    torch.manual_seed(2)
+    m = _model().eval()
+    save_checkpoint(tmp_path / "m.best.pt", m, {"src": "a", "tgt": "b"}, None, None, {}, {}, with_rng=False)
+    rng = torch.get_rng_state()
+    again, _ = load_model(tmp_path / "m.best.pt")
+    assert torch.equal(rng, torch.get_rng_state())  # nothing drawn
+    assert all(torch.equal(a, b) for a, b in zip(m.state_dict().values(), again.state_dict().values()))
+    w = torch.nn.init.normal_(torch.zeros(1000))
+    assert 0.9 < float(w.std()) < 1.1  # the initialisers work again
+    assert _all_state_saved(m)
+
+    vocabs = Vocabs.sizes(23, 23)
+    cfg = dict(d_model=16, n_heads=4, d_ff=24, enc_layers=1, dec_layers=1, dropout=0.0, attention_dropout=0.0)
+    tf = build_model("transformer.nmt", cfg, vocabs)
+    assert not _all_state_saved(tf)  # the positions table is no weight
+    rebuilt = model_with_weights("transformer.nmt", cfg, vocabs, tf.state_dict())
+    pos = [b for n, b in rebuilt.named_buffers() if n.endswith("positions")]
+    assert pos and all(torch.equal(p, q) for p, q in zip(pos, [b for n, b in tf.named_buffers()
+                                                                if n.endswith("positions")]))
+    weights = dict(m.state_dict())
+    weights.pop(next(iter(weights)))
+    with pytest.raises(RuntimeError, match="Missing key"):
+        model_with_weights("emb_pred.nmt", dict(emb_dim=8, enc_dim=8, dec_dim=8), Vocabs.sizes(12, 14), weights)

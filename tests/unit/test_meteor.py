@@ -141,3 +141,23 @@ def test_missing_java(monkeypatch, tmp_path):
 def test_extra_args_cannot_override_the_language():
     with pytest.raises(ValueError, match="-l"):
         m._plan("en", True, Path("x.jar"), ["-l", "de"])
+
+
+def test_the_release_fetched_and_unpacked_by_the_workflow_gives_official_german(standin):
+    """The `meteor` input (config/config.yaml's tools.meteor_jar) through fetch and unpack: its jar
+    reads data/paraphrase-de.gz beside itself, so METEOR-de runs all three default modules and is
+    official; a pair of the table counts as a paraphrase match (more than exact+stem give)."""
+    _need_java_and_jar()
+    res = standin("meteor")["resources"]
+    jar = res / "meteor-1.5" / "meteor-1.5.jar"
+    table = res / "meteor-1.5" / "data" / "paraphrase-de.gz"
+    assert jar.is_file() and table.is_file() and m.paraphrase_file(jar, "de") == table.resolve()
+    entries = read_lines(table)
+    phrase, para = next((a, b) for a, b in zip(entries[1::3], entries[2::3]) if " " not in a + b and a[:3] != b[:3])
+    hyp, ref = [f"ein {phrase} ist da ."], [[f"ein {para} ist da ."]]
+    full = m.meteor_score(hyp, ref, lang="de", norm=False, jar=jar)
+    assert full["details"]["paraphrase"] == "yes" and full["details"]["modules"] == ["exact", "stem", "paraphrase"]
+    assert full["signature"].endswith("|official:yes") and full["details"]["jar_origin"] == "config"
+    without = m.meteor_score(hyp, ref, lang="de", norm=False, jar=m.bundled_jar())  # no paraphrase-de.gz
+    assert without["details"]["paraphrase"] == "missing"
+    assert full["value"] > without["value"]

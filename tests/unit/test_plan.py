@@ -442,3 +442,28 @@ def test_repository_files_are_read_through_the_run_folders_copy(smoke):
         REPO / "config" / "published_results.tsv")
     with pytest.raises(DataError, match="missing"):
         smoke.data.repo_file_sha256(W(file="config/no_such_file.tsv"))
+
+
+def test_jobs_that_score_meteor_wait_for_the_release_the_workflow_unpacks(full, smoke):
+    """config/config.yaml's tools.meteor_jar lies in the `meteor` input's unpacked folder: every
+    job that scores METEOR reads that jar by its run-folder path and has the folder as an input
+    (rule unpack_input makes it, after fetch_input); a job without METEOR does not wait for it,
+    and with `meteor_jar: null` (the offline overlays) no job asks for the release."""
+    release, jar = "resources/meteor/meteor-1.5", "resources/meteor/meteor-1.5/meteor-1.5.jar"
+    de = W(paper="doubly_attentive", system="nmt_src_img", dataset="multi30k", split="test_2016_flickr",
+           pair="en-de", seed="1", condition="congruent")
+    jobs = {
+        "score": full.score_jobs.job(de),
+        "significance": full.significance_jobs.job(W(paper="doubly_attentive", table="table1")),
+        "protocols": full.protocol_jobs.job(W(paper="bertgen", table="table2_f30k_en")),
+        "cross_paper": full.cross_paper_jobs.job(W()),
+    }
+    for kind, job in jobs.items():
+        assert (kind, job.meteor_jar, job.inputs["meteor"]) == (kind, jar, release)
+    assert full.unpacked[release][0] == "resources/meteor/meteor-1.5.tar.gz"
+    blank = full.score_jobs.job(W(**{**vars(de), "condition": "blank_mean"}))  # BLEU only: no JVM, no release
+    assert blank.scoring["metrics"] == ["bleu"] and "meteor" not in blank.inputs
+    deepfuse = full.significance_jobs.job(W(paper="deepfuse", table="table1"))  # BLEU only
+    assert "meteor" not in deepfuse.inputs
+    offline = smoke.score_jobs.job(W(**{**vars(de), "dataset": "grounded", "split": "test"}))
+    assert "meteor" in offline.scoring["metrics"] and offline.meteor_jar is None and "meteor" not in offline.inputs

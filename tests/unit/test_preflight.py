@@ -161,6 +161,9 @@ def test_files_already_in_the_working_directory_are_not_needed_again(base, tmp_p
             f.write_text("x\n", encoding="utf-8")
         (work / "results" / "data" / "multi30k" / "image_splits").mkdir(exist_ok=True)
         (work / "results" / "data" / "multi30k" / "image_splits" / f"{split}.txt").write_text("1.jpg\n")
+    jar = work / "resources" / "meteor" / "meteor-1.5" / "meteor-1.5.jar"  # the Meteor release, unpacked
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"")
     overlay = {"inputs": {"mirror": str(tmp_path / "none")}, "datasets": {"multi30k": {"images": str(REPO)}},
                "papers": {"doubly_attentive": {"tables": {"table1": {"systems": ["nmt", "nmt_src_img"],
                                                                      "baseline": "nmt"},

@@ -105,7 +105,7 @@ def test_the_rehearsal_overlay_keeps_every_training_and_model_and_cuts_the_updat
     for w in runs:
         a, b = full.train_jobs.job(w).to_dict(), rehearsal.train_jobs.job(w).to_dict()
         assert (b["model"], b["model_config"], b["tasks"]) == (a["model"], a["model_config"], a["tasks"])
-        assert b["train_config"]["max_steps"] == 2 and b["train_config"]["val_max_len"] == 8
+        assert b["train_config"]["max_steps"] == 2 and b["train_config"]["val_max_len"] == 4
         cut = ("max_steps", "max_epochs", "patience", "val_max_len", "val_batch_size", "log_every")
         assert {k: v for k, v in b["train_config"].items() if k not in cut} == {
             k: v for k, v in a["train_config"].items() if k not in cut}

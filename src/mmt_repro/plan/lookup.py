@@ -343,6 +343,21 @@ class Lookup:
         text = Path(str(value)).as_posix()
         return next((f for f in self.unpacked if text == f or text.startswith(f + "/")), None)
 
+    def meteor_jar(self) -> str | None:
+        """``tools.meteor_jar`` as jobs read it: a jar the workflow unpacks (under ``resources/``,
+        rule unpack_input) by its run-folder path, any other against the repository; None: the
+        jar bundled with pycocoevalcap (:mod:`mmt_repro.metrics.meteor`)."""
+        value = (self.config.get("tools") or {}).get("meteor_jar")
+        if not value:
+            return None
+        return Path(str(value)).as_posix() if self.unpacked_folder(value) else str(self.repo_path(value))
+
+    def meteor_inputs(self, uses_meteor: bool) -> dict:
+        """``{"meteor": <unpacked release folder>}`` for a job that scores METEOR when the config's
+        jar is one the workflow fetches and unpacks, so that the DAG makes it first; else ``{}``."""
+        folder = self.unpacked_folder((self.config.get("tools") or {}).get("meteor_jar"))
+        return {"meteor": folder} if uses_meteor and folder else {}
+
     def run_path(self, value, wildcards) -> str:
         """A configured input path that may name the run's {paper}, {system}, {dataset}, {pair},
         {src}, {tgt} and {seed}: results/ and resources/ paths are the workflow's own; any other

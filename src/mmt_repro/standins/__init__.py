@@ -81,6 +81,11 @@ CHECKED_AGAINST: dict[str, str] = {
                "en-fr_dev)",
     "commute_images": "spec: CoMMuTE's README (tar -xvzf images.tar.gz: one folder of the images img.order names); "
                       "JPEG",
+    "meteor": "reader: cmu-mtlab/meteor src/edu/cmu/meteor/util/Constants.java (the jar reads "
+              "<jar folder>/data/paraphrase-<lang>.gz) and aligner/ParaphraseTransducer.java (gzip; three lines "
+              "an entry: probability, phrase, paraphrase); layout meteor-1.5/meteor-1.5.jar as the release's "
+              "download scripts unpack it; copy: pycocoevalcap's paraphrase-en.gz (first entries). The jar is "
+              "the program itself (pycocoevalcap's meteor-1.5.jar), not a stand-in",
 }
 #: inputs the generator does not write, and why.
 NOT_WRITTEN: dict[str, str] = {}

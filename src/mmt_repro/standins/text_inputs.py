@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import WORDS, gz_bytes, text_bytes, write, write_tar, write_zip
+from .common import WORDS, gz_bytes, head_lines, text_bytes, write, write_tar, write_zip
 from .world import World
 
 M30K = "multi30k/task1"
@@ -418,3 +418,45 @@ def write_commute(w: World, folder: Path) -> dict:
             write(folder / split / name, body.encode("utf-8"))
             out[f"{split}/{name}"] = {"lines": len(lines)}
     return out
+
+
+# ----------------------------------------------------------------------------- Meteor 1.5
+#: Meteor's language codes of the release's paraphrase tables -> the stand-in words they pair.
+METEOR_TABLES = {"cz": "cs", "de": "de", "en": "en", "es": "en", "fr": "fr", "ru": "en"}
+#: Entries of the real English table at the head of its stand-in.
+METEOR_REAL_ENTRIES = 100
+
+
+def _paraphrase_entries(w: World, lang: str, n: int = 40) -> list[str]:
+    """``n`` entries of Meteor's paraphrase format: three lines each, a probability, a phrase and
+    its paraphrase (whitespace tokens), pairing words of the stand-in text of ``lang``."""
+    words = [x for x in w.words(lang) if x.isalpha()]
+    lines = []
+    for i in range(min(n, len(words) - 1)):
+        j = int(w.rng.integers(0, len(words)))
+        phrase = words[i] if i % 3 else f"{words[i]} {words[(i + 1) % len(words)]}"
+        lines += [f"{w.rng.uniform(0.01, 0.5):.6f}", phrase, words[j] if words[j] != phrase else words[(j + 1) % len(words)]]
+    return lines
+
+
+def write_meteor(w: World, folder: Path) -> dict:
+    """``meteor-1.5.tar.gz``: ``meteor-1.5/meteor-1.5.jar`` and ``meteor-1.5/data/paraphrase-<code>.gz``
+    as the release lays them out. The jar is the program itself, pycocoevalcap's copy of
+    ``meteor-1.5.jar``; the tables are cut: English starts with the first
+    :data:`METEOR_REAL_ENTRIES` entries of the real ``paraphrase-en.gz`` (the copy pycocoevalcap
+    ships, byte-identical to cmu-mtlab/meteor's), then every table pairs words of the stand-in
+    text (:data:`METEOR_TABLES`; Spanish and Russian, which no paper scores, pair English ones)."""
+    from ..io import DataError
+    from ..metrics.meteor import bundled_jar, paraphrase_file
+
+    jar = bundled_jar()
+    if jar is None or not paraphrase_file(jar, "en").is_file():
+        raise DataError(None, "the Meteor stand-in copies pycocoevalcap's meteor-1.5.jar and paraphrase-en.gz, "
+                        "and pycocoevalcap is not installed", "pip install pycocoevalcap==1.2 (make venv)")
+    members = {"meteor-1.5/meteor-1.5.jar": jar.read_bytes()}
+    real_en = head_lines(paraphrase_file(jar, "en"), 3 * METEOR_REAL_ENTRIES)
+    for code, lang in METEOR_TABLES.items():
+        lines = (real_en if code == "en" else []) + _paraphrase_entries(w, lang)
+        members[f"meteor-1.5/data/paraphrase-{code}.gz"] = gz_bytes(text_bytes(lines))
+    write_tar(folder / "meteor-1.5.tar.gz", members, folders=["meteor-1.5/", "meteor-1.5/data/"])
+    return {}

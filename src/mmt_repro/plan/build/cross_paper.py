@@ -129,9 +129,10 @@ class CrossPaperJobs(JobBuilder):
                              f"{', '.join(s['pairs'])}: the table would be empty")
         return CrossPaperJob(
             dataset=s["dataset"], bleu=s["bleu"], meteor=bool(s["meteor"]), rows=rows,
-            meteor_jar=self.look.config_path("tools", "meteor_jar"),
+            meteor_jar=self.look.meteor_jar(),
             inputs={"translations": sorted({f for r in rows for f in r["translations"].values()}),
                     "references": sorted({f for r in rows for f in r["references"]}),
-                    "probes": sorted({r["probe"]["file"] for r in rows if r["probe"]})},
+                    "probes": sorted({r["probe"]["file"] for r in rows if r["probe"]}),
+                    **self.look.meteor_inputs(bool(s["meteor"]))},
             out=path("cross_paper"), legend=path("cross_paper_legend"),
         )

@@ -31,6 +31,9 @@ class ProtocolGridJobs(JobBuilder):
         n_refs = max(len(files) for files in references.values())
         meteor = bool(self.settings()["meteor"])
         lowercased = "lc" in look.recipe(paper).chain_for(tgt).split(".")
+        protocols = grid_protocols(scoring, tgt, lowercased=lowercased, n_refs=n_refs, meteor=meteor)
+        table_metrics = table_protocols(scoring, tgt, n_refs=n_refs, meteor=meteor)
+        uses_meteor = any(p.startswith("meteor") for p in [*protocols, *table_metrics.values()])
         translations, scores = {}, {}
         for system, test_set, seed, condition in look.table_runs(paper, table):
             key = f"{system}|{test_set}|{condition}|{seed}"
@@ -38,14 +41,13 @@ class ProtocolGridJobs(JobBuilder):
             scores[key] = look.run_file("score", paper, table, system, test_set, seed, condition)
         return ProtocolGridJob(
             paper=paper, table=table, pair=t["pair"], lang=tgt,
-            protocols=grid_protocols(scoring, tgt, lowercased=lowercased, n_refs=n_refs, meteor=meteor),
-            table_metrics=table_protocols(scoring, tgt, n_refs=n_refs, meteor=meteor),
+            protocols=protocols, table_metrics=table_metrics,
             translations=translations, references=references, scores=scores,
             ref_subword="wordpiece" if look.recipe(paper).subword_for(tgt) == "wordpiece" else "none",
-            meteor_jar=look.config_path("tools", "meteor_jar"),
+            meteor_jar=look.meteor_jar(),
             inputs={"translations": list(translations.values()),
                     "references": sorted({f for files in references.values() for f in files}),
-                    "scores": list(scores.values())},
+                    "scores": list(scores.values()), **look.meteor_inputs(uses_meteor)},
             out=path("protocols", paper=paper, table=table),
             legend=path("protocols_legend", paper=paper, table=table),
         )

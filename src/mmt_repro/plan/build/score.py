@@ -27,8 +27,9 @@ class ScoreJobs(JobBuilder):
                            masked_src_wordpiece=look.recipe(w.paper).subword_for(w.pair.split("-")[0]) == "wordpiece")
             inputs["masked_words"] = word_list_file(w.dataset, w.pair, w.split, words)
             inputs["masked_src"] = unmasked_source(look, w.paper, w.dataset, w.pair, w.split)
+        inputs.update(look.meteor_inputs("meteor" in scoring["metrics"]))
         return ScoreJob(
             meta=look.run_meta(w, w.condition), scoring=scoring,
             ref_subword="wordpiece" if look.target_subword(w) == "wordpiece" else "none",
-            meteor_jar=look.config_path("tools", "meteor_jar"), inputs=inputs, out=path("score", **values),
+            meteor_jar=look.meteor_jar(), inputs=inputs, out=path("score", **values),
         )

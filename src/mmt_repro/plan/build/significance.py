@@ -44,8 +44,9 @@ class SignificanceJobs(JobBuilder):
             baseline=self.baseline(w), pair=t["pair"], metrics=look.significance_metrics(paper),
             scoring=as_plain(scoring),
             lang=scoring.meteor_lang or tgt,  # METEOR's language: the scoring block's, else the target
-            meteor_jar=look.config_path("tools", "meteor_jar"),
+            meteor_jar=look.meteor_jar(),
             ref_subword="wordpiece" if look.recipe(paper).subword_for(tgt) == "wordpiece" else "none",
-            inputs={"translations": sorted(translations.values()), "references": sorted(references.values())},
+            inputs={"translations": sorted(translations.values()), "references": sorted(references.values()),
+                    **look.meteor_inputs("meteor" in look.significance_metrics(paper))},
             out=path("significance", paper=paper, table=table),
         )
