@@ -63,9 +63,10 @@ def test_an_exported_folder_rebuilds_the_same_model_without_pickle(tmp_path):
 
 def test_a_model_is_rebuilt_for_its_weights_without_drawing_an_initialisation(tmp_path):
     """load_model builds a model whose state dict holds all its tensors with torch.nn.init's
-    initialisers switched off (the weights overwrite them): the same weights as before, no global RNG drawn, the initialisers back afterwards; a model with a buffer left
-    out of its state dict (the Transformer's sinusoidal table) is built the usual way; a
-    checkpoint that lacks a weight is refused either way."""
+    initialisers switched off (the weights overwrite them): the same weights as before, no
+    global RNG drawn, the initialisers back afterwards; a model with a buffer left out of its
+    state dict (the Transformer's sinusoidal table) is built the usual way; a checkpoint that
+    lacks a weight is refused either way."""
     from mmt_repro.checkpoint import _all_state_saved, model_with_weights
 
     torch.manual_seed(2)

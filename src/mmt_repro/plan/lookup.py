@@ -85,11 +85,16 @@ class Lookup:
         text = str(path)
         return self.repo / text[len(REPO_COPY):] if text.startswith(REPO_COPY) else Path(text)
 
-    def config_path(self, *keys):
-        """A path from the config (None when unset), resolved against the repository."""
+    def config_value(self, *keys):
+        """A nested value of the config (None when a key on the way is unset)."""
         value = self.config
         for key in keys:
             value = (value or {}).get(key)
+        return value
+
+    def config_path(self, *keys):
+        """A path from the config (None when unset), resolved against the repository."""
+        value = self.config_value(*keys)
         return str(self.repo_path(value)) if value else None
 
     @property
@@ -347,7 +352,7 @@ class Lookup:
         """``tools.meteor_jar`` as jobs read it: a jar the workflow unpacks (under ``resources/``,
         rule unpack_input) by its run-folder path, any other against the repository; None: the
         jar bundled with pycocoevalcap (:mod:`mmt_repro.metrics.meteor`)."""
-        value = (self.config.get("tools") or {}).get("meteor_jar")
+        value = self.config_value("tools", "meteor_jar")
         if not value:
             return None
         return Path(str(value)).as_posix() if self.unpacked_folder(value) else str(self.repo_path(value))
@@ -355,7 +360,7 @@ class Lookup:
     def meteor_inputs(self, uses_meteor: bool) -> dict:
         """``{"meteor": <unpacked release folder>}`` for a job that scores METEOR when the config's
         jar is one the workflow fetches and unpacks, so that the DAG makes it first; else ``{}``."""
-        folder = self.unpacked_folder((self.config.get("tools") or {}).get("meteor_jar"))
+        folder = self.unpacked_folder(self.config_value("tools", "meteor_jar"))
         return {"meteor": folder} if uses_meteor and folder else {}
 
     def run_path(self, value, wildcards) -> str:

@@ -433,9 +433,10 @@ def _paraphrase_entries(w: World, lang: str, n: int = 40) -> list[str]:
     words = [x for x in w.words(lang) if x.isalpha()]
     lines = []
     for i in range(min(n, len(words) - 1)):
+        phrase = words[i] if i % 3 else f"{words[i]} {words[i + 1]}"  # every third a two-word phrase
         j = int(w.rng.integers(0, len(words)))
-        phrase = words[i] if i % 3 else f"{words[i]} {words[(i + 1) % len(words)]}"
-        lines += [f"{w.rng.uniform(0.01, 0.5):.6f}", phrase, words[j] if words[j] != phrase else words[(j + 1) % len(words)]]
+        para = words[j] if words[j] != phrase else words[(j + 1) % len(words)]
+        lines += [f"{w.rng.uniform(0.01, 0.5):.6f}", phrase, para]
     return lines
 
 
